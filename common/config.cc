@@ -1,0 +1,120 @@
+#include "common/config.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "common/log.h"
+#include "common/status.h"
+
+extern char** environ;
+
+namespace megascale::config {
+
+const std::vector<Knob>& knobs() {
+  static const std::vector<Knob> table = {
+      {"MEGASCALE_TIMEOUT_MS", Type::kInt, "300000", "ms", "core",
+       "deadline of every blocking wait: store, connect, collective"},
+      {"MEGASCALE_DEBUG", Type::kInt, "0", "level", "core", "log level: 0 warn, 1 info, 2 debug, 3 trace"},
+      {"MEGASCALE_TRANSPORT", Type::kString, "auto", "", "transport",
+       "auto (shm on one host, else tcp), shm or tcp"},
+      {"MEGASCALE_TCP_SOCKETS", Type::kInt, "2", "sockets", "transport", "TCP sockets per connection"},
+      {"MEGASCALE_TCP_STRIPE_MIN", Type::kInt, "262144", "bytes",
+       "transport", "messages at least this large are striped over all sockets of a connection"},
+      {"MEGASCALE_TCP_IFADDR", Type::kString, "", "", "transport",
+       "IPv4 address to listen on (default: the store's interface, else 127.0.0.1)"},
+      {"MEGASCALE_SHM_RING_BYTES", Type::kInt, "4194304", "bytes", "transport", "shared-memory ring size"},
+      {"MEGASCALE_ALGO", Type::kString, "auto", "", "collectives",
+       "all-reduce algorithm: auto, ring, rhd (recursive halving-doubling) or direct"},
+      {"MEGASCALE_UNIQUE_ID", Type::kString, "", "", "bootstrap",
+       "the job's unique id (store URL, job id, secret); set by megascale-run"},
+      {"MEGASCALE_RANK", Type::kInt, "-1", "", "bootstrap", "this process's rank; set by megascale-run"},
+      {"MEGASCALE_WORLD_SIZE", Type::kInt, "-1", "", "bootstrap", "number of ranks; set by megascale-run"},
+      {"MEGASCALE_LOCAL_RANK", Type::kInt, "-1", "", "bootstrap", "rank on this host; set by megascale-run"},
+      {"MEGASCALE_LOCAL_SIZE", Type::kInt, "-1", "", "bootstrap", "ranks on this host; set by megascale-run"},
+      {"MEGASCALE_JOB_SECRET", Type::kString, "", "", "bootstrap",
+       "shared job secret (hex) for torchrun/Slurm/MPI launches, where no unique id is passed"},
+      {"MEGASCALE_STORE", Type::kString, "", "", "bootstrap",
+       "store URL (tcp://host:port or redis://host:port) for torchrun/Slurm/MPI launches"},
+  };
+  return table;
+}
+
+namespace {
+
+const Knob& findKnob(const char* name) {
+  for (const Knob& k : knobs()) {
+    if (std::strcmp(k.name, name) == 0) return k;
+  }
+  throw Error(ErrorCode::kInternal, std::string("config: knob ") + name + " is not declared in the registry");
+}
+
+std::string rawValue(const Knob& knob) {
+  const char* env = std::getenv(knob.name);
+  return (env != nullptr && *env != '\0') ? std::string(env) : std::string(knob.default_value);
+}
+
+}  // namespace
+
+int64_t getInt(const char* name) {
+  const Knob& knob = findKnob(name);
+  std::string text = rawValue(knob);
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("config: ") + name + "='" + text + "' is not an integer (" + knob.units + ")");
+  }
+  return value;
+}
+
+std::string getString(const char* name) { return rawValue(findKnob(name)); }
+
+bool getBool(const char* name) {
+  std::string v = rawValue(findKnob(name));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
+  throw Error(ErrorCode::kInvalidArgument, std::string("config: ") + name + "='" + v + "' is not a boolean");
+}
+
+std::chrono::milliseconds timeout() {
+  int64_t ms = getInt("MEGASCALE_TIMEOUT_MS");
+  if (ms <= 0) throw Error(ErrorCode::kInvalidArgument, "config: MEGASCALE_TIMEOUT_MS must be > 0");
+  return std::chrono::milliseconds(ms);
+}
+
+int debugLevel() { return static_cast<int>(getInt("MEGASCALE_DEBUG")); }
+
+void printConfig(FILE* out) {
+  for (const Knob& k : knobs()) {
+    const char* env = std::getenv(k.name);
+    bool set = env != nullptr && *env != '\0';
+    std::fprintf(out, "%-26s = %-12s %s[default %s%s%s] %s\n", k.name, rawValue(k).c_str(), set ? "(set) " : "",
+                 k.default_value, *k.units ? " " : "", k.units, k.help);
+  }
+}
+
+std::vector<std::string> unknownVariables() {
+  std::vector<std::string> unknown;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    if (entry.rfind("MEGASCALE_", 0) != 0) continue;
+    std::string name = entry.substr(0, entry.find('='));
+    bool declared = false;
+    for (const Knob& k : knobs()) declared = declared || name == k.name;
+    if (!declared) unknown.push_back(name);
+  }
+  return unknown;
+}
+
+void warnUnknownVariablesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const std::string& name : unknownVariables()) {
+      MSC_LOG_WARN("unknown environment variable %s ignored (see --print-config for the knobs)", name.c_str());
+    }
+  });
+}
+
+}  // namespace megascale::config

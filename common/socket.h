@@ -1,0 +1,71 @@
+// Thin, errno-preserving helpers over BSD sockets: RAII descriptors, IPv4 addresses, deadlines, and
+// all-or-nothing reads and writes that give up at a deadline instead of hanging.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "common/status.h"
+
+namespace megascale {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+inline Deadline deadlineAfter(std::chrono::milliseconds ms) { return Clock::now() + ms; }
+/// Milliseconds left until the deadline, clamped to [0, INT_MAX]; for poll().
+int msUntil(Deadline deadline);
+
+/// Owns a file descriptor; closes it on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+/// "host:port" with an IPv4 address or a resolvable name. Throws Error(kInvalidArgument) on bad text.
+sockaddr_in parseHostPort(const std::string& host_port);
+sockaddr_in makeAddress(const std::string& host, int port);
+std::string formatAddress(const sockaddr_in& addr);
+
+void setNonBlocking(int fd);
+void setNoDelay(int fd);
+
+/// A listening TCP socket on host:port (port 0 picks one). Throws Error naming the address.
+Fd listenTcp(const std::string& host, int port, int backlog, sockaddr_in* bound);
+
+/// Connects with a deadline, retrying refused connections until it (a server may not be up yet).
+/// The socket returned is blocking unless set otherwise. Throws Error(kTimeout/kSystem) naming the address.
+Fd connectTcp(const sockaddr_in& addr, Deadline deadline, const std::string& what);
+
+/// Writes or reads exactly size bytes on a (blocking or non-blocking) socket, or fails at the deadline,
+/// on EOF (kPeerLost) or on an error. `what` names the operation and peer for the message.
+Status sendAll(int fd, const void* data, size_t size, Deadline deadline, const char* what);
+Status recvAll(int fd, void* data, size_t size, Deadline deadline, const char* what);
+
+/// One non-blocking step: moves as many bytes as the socket takes now. Advances *done. Returns an error on
+/// EOF or failure; never blocks.
+Status sendSome(int fd, const void* data, size_t size, size_t* done);
+Status recvSome(int fd, void* data, size_t size, size_t* done);
+
+}  // namespace megascale

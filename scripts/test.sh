@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up, builds and passes every test: the release build, then the core tests again under
+# ASan+UBSan and under TSan. This is the README's test command; .ci/run calls exactly it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+jobs=$(nproc)
+
+build_and_test() {  # build_and_test DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 300 $ctest_filter
+}
+
+ctest_filter=""
+build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+# Sanitizer builds run the core suites (label "core"): store, transports, schedules, collectives.
+ctest_filter="-L core"
+build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGASCALE_SANITIZE=thread -DMEGASCALE_BUILD_BENCH=OFF

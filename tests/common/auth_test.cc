@@ -1,0 +1,78 @@
+#include "common/auth.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <thread>
+
+namespace megascale {
+namespace {
+
+struct Outcome {
+  Status server;
+  Status client;
+  Hello seen;
+};
+
+Outcome handshake(const std::string& server_secret, const std::string& client_secret, Hello hello) {
+  int fds[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Fd server_fd(fds[0]), client_fd(fds[1]);
+  setNonBlocking(server_fd.get());
+  setNonBlocking(client_fd.get());
+  Outcome out;
+  AuthSession server(AuthSession::Role::kServer, server_secret);
+  std::thread t([&] {
+    out.server = AuthSession::runBlocking(server, server_fd.get(), deadlineAfter(std::chrono::seconds(5)), "server");
+    if (!out.server.isOk()) server_fd.reset();  // a refusing server hangs up
+  });
+  AuthSession client(AuthSession::Role::kClient, client_secret, hello);
+  out.client = AuthSession::runBlocking(client, client_fd.get(), deadlineAfter(std::chrono::seconds(5)), "client");
+  t.join();
+  out.seen = server.peerHello();
+  return out;
+}
+
+TEST(AuthSession, SameSecretSucceedsAndDeliversHello) {
+  Hello hello{};
+  hello[0] = 42;
+  hello[31] = 7;
+  Outcome out = handshake("secret-of-job-1", "secret-of-job-1", hello);
+  EXPECT_TRUE(out.server.isOk()) << out.server.message();
+  EXPECT_TRUE(out.client.isOk()) << out.client.message();
+  EXPECT_EQ(out.seen, hello);
+}
+
+TEST(AuthSession, WrongSecretIsRefusedOnBothSides) {
+  Outcome out = handshake("secret-of-job-1", "secret-of-job-2", {});
+  EXPECT_EQ(out.server.code(), ErrorCode::kAuthFailed);
+  EXPECT_EQ(out.client.code(), ErrorCode::kAuthFailed);
+  EXPECT_NE(out.client.message().find("wrong job secret"), std::string::npos) << out.client.message();
+}
+
+TEST(AuthSession, GarbageFromServerIsRejected) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Fd a(fds[0]), b(fds[1]);
+  setNonBlocking(b.get());
+  std::string junk(36, 'J');
+  ASSERT_EQ(::write(a.get(), junk.data(), junk.size()), 36);
+  AuthSession client(AuthSession::Role::kClient, "s");
+  Status s = AuthSession::runBlocking(client, b.get(), deadlineAfter(std::chrono::seconds(2)), "client");
+  EXPECT_EQ(s.code(), ErrorCode::kAuthFailed);
+}
+
+TEST(AuthSession, SilentPeerTimesOut) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Fd a(fds[0]), b(fds[1]);
+  setNonBlocking(b.get());
+  AuthSession client(AuthSession::Role::kClient, "s");
+  auto start = Clock::now();
+  Status s = AuthSession::runBlocking(client, b.get(), deadlineAfter(std::chrono::milliseconds(200)), "client");
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+}
+
+}  // namespace
+}  // namespace megascale
