@@ -1,0 +1,245 @@
+#include "transport/tcp/tcp_comm.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "transport/tcp/tcp_wire.h"
+
+namespace megascale::transport {
+
+namespace {
+
+// Sends from two pieces (header, payload) with one syscall; advances *offset across both.
+Status sendPieces(int fd, const uint8_t* head, size_t head_size, const uint8_t* body, size_t body_size,
+                  uint64_t* offset) {
+  while (*offset < head_size + body_size) {
+    iovec iov[2];
+    int count = 0;
+    if (*offset < head_size) iov[count++] = {const_cast<uint8_t*>(head) + *offset, head_size - *offset};
+    size_t body_done = *offset > head_size ? *offset - head_size : 0;
+    if (body_size > body_done) iov[count++] = {const_cast<uint8_t*>(body) + body_done, body_size - body_done};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      *offset += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::ok();
+    int err = errno;
+    return Status(err == EPIPE || err == ECONNRESET ? ErrorCode::kPeerLost : ErrorCode::kSystem,
+                  "send failed: " + errnoText(err));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------- send side
+
+TcpSendComm::TcpSendComm(std::vector<Fd> sockets, size_t stripe_min, std::string peer)
+    : sockets_(std::move(sockets)), cursors_(sockets_.size()), stripe_min_(stripe_min), peer_(std::move(peer)) {}
+
+Status TcpSendComm::fail(const Status& cause) {
+  if (error_.isOk()) error_ = Status(cause.code(), "tcp send to " + peer_ + ": " + cause.message());
+  return error_;
+}
+
+Status TcpSendComm::isend(const void* data, size_t size, uint32_t tag, const MemoryRegion*, Request** request) {
+  *request = nullptr;
+  if (!error_.isOk()) return error_;
+  if (data == nullptr && size > 0) return Status(ErrorCode::kInvalidArgument, "tcp isend: null buffer");
+  SendRequest* slot = nullptr;
+  for (SendRequest& r : pool_) {
+    if (!r.in_use) {
+      slot = &r;
+      break;
+    }
+  }
+  if (slot == nullptr) return Status::ok();  // all slots busy: the caller retries after test()
+  slot->data = static_cast<const uint8_t*>(data);
+  slot->size = size;
+  tcp_wire::encodeHeader(tag, size, slot->header);
+  slot->parts = tcp_wire::partsFor(size, static_cast<int>(sockets_.size()), stripe_min_);
+  slot->sockets_left = static_cast<int>(sockets_.size());
+  slot->done = false;
+  slot->in_use = true;
+  queue_.push_back(slot);
+  *request = slot;
+  return progress();  // small messages usually leave right here
+}
+
+Status TcpSendComm::progressSocket(int index) {
+  Cursor& c = cursors_[index];
+  while (c.seq < head_seq_ + queue_.size()) {
+    SendRequest* r = queue_[c.seq - head_seq_];
+    uint64_t begin, end;
+    tcp_wire::partExtent(r->size, r->parts, index, &begin, &end);
+    size_t head = index == 0 ? tcp_wire::kHeaderBytes : 0;
+    Status s = sendPieces(sockets_[index].get(), r->header, head, r->data + begin, end - begin, &c.offset);
+    if (!s.isOk()) return s;
+    if (c.offset < head + (end - begin)) return Status::ok();  // socket full; come back later
+    if (--r->sockets_left == 0) r->done = true;
+    ++c.seq;
+    c.offset = 0;
+  }
+  return Status::ok();
+}
+
+Status TcpSendComm::progress() {
+  if (!error_.isOk()) return error_;
+  for (size_t i = 0; i < sockets_.size(); ++i) {
+    Status s = progressSocket(static_cast<int>(i));
+    if (!s.isOk()) return fail(s);
+  }
+  while (!queue_.empty() && queue_.front()->done) {
+    queue_.pop_front();
+    ++head_seq_;
+  }
+  return Status::ok();
+}
+
+Status TcpSendComm::test(Request* request, bool* done, size_t* size) {
+  *done = false;
+  auto* r = static_cast<SendRequest*>(request);
+  if (r == nullptr || !r->in_use) return Status(ErrorCode::kInvalidArgument, "tcp test: not an active send request");
+  MSC_RETURN_IF_ERROR(progress());
+  if (r->done) {
+    *done = true;
+    if (size != nullptr) *size = r->size;
+    r->in_use = false;
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------- recv side
+
+TcpRecvComm::TcpRecvComm(std::vector<Fd> sockets, size_t stripe_min, uint64_t remote_id, std::string peer)
+    : sockets_(std::move(sockets)),
+      cursors_(sockets_.size()),
+      stripe_min_(stripe_min),
+      remote_id_(remote_id),
+      peer_(std::move(peer)) {}
+
+Status TcpRecvComm::fail(const Status& cause) {
+  if (error_.isOk()) error_ = Status(cause.code(), "tcp recv from " + peer_ + ": " + cause.message());
+  return error_;
+}
+
+Status TcpRecvComm::irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags,
+                          const MemoryRegion* const*, Request** request) {
+  *request = nullptr;
+  if (!error_.isOk()) return error_;
+  if (n < 1 || n > kMaxRecvs) {
+    return Status(ErrorCode::kInvalidArgument, "tcp irecv: " + std::to_string(n) + " buffers (1.." +
+                                                   std::to_string(kMaxRecvs) + " allowed)");
+  }
+  RecvRequest* slot = nullptr;
+  for (RecvRequest& r : pool_) {
+    if (!r.in_use) {
+      slot = &r;
+      break;
+    }
+  }
+  if (slot == nullptr) return Status::ok();
+  slot->n = n;
+  for (int i = 0; i < n; ++i) {
+    if (data[i] == nullptr && sizes[i] > 0) return Status(ErrorCode::kInvalidArgument, "tcp irecv: null buffer");
+    slot->data[i] = static_cast<uint8_t*>(data[i]);
+    slot->capacity[i] = sizes[i];
+    slot->tags[i] = tags != nullptr ? tags[i] : 0;
+    slot->sizes[i] = 0;
+    slot->matched[i] = false;
+  }
+  slot->messages_left = n;
+  slot->done = false;
+  slot->in_use = true;
+  for (int i = 0; i < n; ++i) {
+    Message m{};
+    m.request = slot;
+    m.sockets_left = static_cast<int>(sockets_.size());
+    messages_.push_back(m);
+  }
+  *request = slot;
+  return progress();
+}
+
+Status TcpRecvComm::matchHeader(Message& m) {
+  uint32_t tag;
+  tcp_wire::decodeHeader(m.header, &tag, &m.size);
+  RecvRequest* r = m.request;
+  for (int i = 0; i < r->n; ++i) {
+    if (r->matched[i] || r->tags[i] != tag) continue;
+    if (m.size > r->capacity[i]) {
+      return Status(ErrorCode::kMismatch, "message of " + std::to_string(m.size) + " bytes (tag " +
+                                              std::to_string(tag) + ") does not fit the " +
+                                              std::to_string(r->capacity[i]) + "-byte receive buffer");
+    }
+    r->matched[i] = true;
+    r->sizes[i] = m.size;
+    m.sub = i;
+    m.parts = tcp_wire::partsFor(m.size, static_cast<int>(sockets_.size()), stripe_min_);
+    return Status::ok();
+  }
+  return Status(ErrorCode::kMismatch, "message with tag " + std::to_string(tag) +
+                                          " matches no posted receive (operations out of order across ranks?)");
+}
+
+Status TcpRecvComm::progressSocket(int index) {
+  Cursor& c = cursors_[index];
+  int fd = sockets_[index].get();
+  while (c.seq < head_seq_ + messages_.size()) {
+    Message& m = messages_[c.seq - head_seq_];
+    if (index == 0 && c.offset < tcp_wire::kHeaderBytes) {
+      size_t got = c.offset;
+      MSC_RETURN_IF_ERROR(recvSome(fd, m.header, tcp_wire::kHeaderBytes, &got));
+      c.offset = got;
+      if (c.offset < tcp_wire::kHeaderBytes) return Status::ok();
+      MSC_RETURN_IF_ERROR(matchHeader(m));
+    }
+    if (m.sub < 0) return Status::ok();  // socket 0 has not read this message's header yet
+    uint64_t begin, end;
+    tcp_wire::partExtent(m.size, m.parts, index, &begin, &end);
+    size_t head = index == 0 ? tcp_wire::kHeaderBytes : 0;
+    size_t got = c.offset - head;
+    MSC_RETURN_IF_ERROR(recvSome(fd, m.request->data[m.sub] + begin, end - begin, &got));
+    c.offset = head + got;
+    if (got < end - begin) return Status::ok();
+    if (--m.sockets_left == 0 && --m.request->messages_left == 0) m.request->done = true;
+    ++c.seq;
+    c.offset = 0;
+  }
+  return Status::ok();
+}
+
+Status TcpRecvComm::progress() {
+  if (!error_.isOk()) return error_;
+  for (size_t i = 0; i < sockets_.size(); ++i) {
+    Status s = progressSocket(static_cast<int>(i));
+    if (!s.isOk()) return fail(s);
+  }
+  while (!messages_.empty() && messages_.front().sockets_left == 0) {
+    messages_.pop_front();
+    ++head_seq_;
+  }
+  return Status::ok();
+}
+
+Status TcpRecvComm::test(Request* request, bool* done, size_t* sizes) {
+  *done = false;
+  auto* r = static_cast<RecvRequest*>(request);
+  if (r == nullptr || !r->in_use) return Status(ErrorCode::kInvalidArgument, "tcp test: not an active recv request");
+  MSC_RETURN_IF_ERROR(progress());
+  if (r->done) {
+    *done = true;
+    if (sizes != nullptr) {
+      for (int i = 0; i < r->n; ++i) sizes[i] = r->sizes[i];
+    }
+    r->in_use = false;
+  }
+  return Status::ok();
+}
+
+}  // namespace megascale::transport

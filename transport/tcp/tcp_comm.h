@@ -1,0 +1,96 @@
+// The two one-way comms of the TCP transport. Each socket of a comm streams its own part of every message
+// independently (see tcp_wire.h), so a stalled socket never blocks the others' progress.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "common/socket.h"
+#include "transport/transport.h"
+
+namespace megascale::transport {
+
+class TcpSendComm : public SendComm {
+ public:
+  TcpSendComm(std::vector<Fd> sockets, size_t stripe_min, std::string peer);
+  Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) override;
+  Status test(Request* request, bool* done, size_t* size) override;
+
+ private:
+  struct SendRequest : Request {
+    const uint8_t* data = nullptr;
+    uint64_t size = 0;
+    uint8_t header[12];
+    int parts = 1;
+    int sockets_left = 0;
+    bool done = false;
+    bool in_use = false;
+  };
+  struct Cursor {
+    uint64_t seq = 0;     // message this socket is sending
+    uint64_t offset = 0;  // bytes of its segment sent so far
+  };
+  Status progress();
+  Status progressSocket(int index);
+  Status fail(const Status& cause);
+
+  std::vector<Fd> sockets_;
+  std::vector<Cursor> cursors_;
+  size_t stripe_min_;
+  std::string peer_;
+  SendRequest pool_[kMaxRequests];
+  std::deque<SendRequest*> queue_;  // posted and not yet sent by every socket, in order
+  uint64_t head_seq_ = 0;           // sequence number of queue_.front()
+  Status error_;
+};
+
+class TcpRecvComm : public RecvComm {
+ public:
+  TcpRecvComm(std::vector<Fd> sockets, size_t stripe_min, uint64_t remote_id, std::string peer);
+  Status irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags, const MemoryRegion* const* mrs,
+               Request** request) override;
+  Status test(Request* request, bool* done, size_t* sizes) override;
+  uint64_t remoteId() const override { return remote_id_; }
+
+ private:
+  struct RecvRequest : Request {
+    int n = 0;
+    uint8_t* data[kMaxRecvs];
+    size_t capacity[kMaxRecvs];
+    uint32_t tags[kMaxRecvs];
+    size_t sizes[kMaxRecvs];
+    bool matched[kMaxRecvs];
+    int messages_left = 0;
+    bool done = false;
+    bool in_use = false;
+  };
+  struct Message {
+    RecvRequest* request;
+    int sub = -1;  // which buffer of the request it landed in, once its header is read
+    uint64_t size = 0;
+    int parts = 1;
+    int sockets_left = 0;
+    uint8_t header[12];
+  };
+  struct Cursor {
+    uint64_t seq = 0;
+    uint64_t offset = 0;
+  };
+  Status progress();
+  Status progressSocket(int index);
+  Status matchHeader(Message& m);
+  Status fail(const Status& cause);
+
+  std::vector<Fd> sockets_;
+  std::vector<Cursor> cursors_;
+  size_t stripe_min_;
+  uint64_t remote_id_;
+  std::string peer_;
+  RecvRequest pool_[kMaxRequests];
+  std::deque<Message> messages_;
+  uint64_t head_seq_ = 0;
+  Status error_;
+};
+
+}  // namespace megascale::transport

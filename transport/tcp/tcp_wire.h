@@ -1,0 +1,68 @@
+// What TCP comms put on the wire.
+//   hello (authenticated by the handshake): u64 local id | u64 connection token | u16 socket index | u16 sockets
+//   per message, on socket 0: u32 tag | u64 size, then part 0 of the payload; parts 1.. on sockets 1..
+// A message of at least stripe_min bytes is cut into one contiguous part per socket, so both sides know
+// every part's extent from the size alone and each socket streams independently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "common/auth.h"
+
+namespace megascale::transport::tcp_wire {
+
+struct HelloInfo {
+  uint64_t local_id;
+  uint64_t token;
+  uint16_t socket_index;
+  uint16_t sockets;
+};
+
+inline Hello encodeHello(const HelloInfo& h) {
+  Hello out{};
+  std::memcpy(out.data(), &h.local_id, 8);
+  std::memcpy(out.data() + 8, &h.token, 8);
+  std::memcpy(out.data() + 16, &h.socket_index, 2);
+  std::memcpy(out.data() + 18, &h.sockets, 2);
+  return out;
+}
+
+inline HelloInfo decodeHello(const Hello& in) {
+  HelloInfo h;
+  std::memcpy(&h.local_id, in.data(), 8);
+  std::memcpy(&h.token, in.data() + 8, 8);
+  std::memcpy(&h.socket_index, in.data() + 16, 2);
+  std::memcpy(&h.sockets, in.data() + 18, 2);
+  return h;
+}
+
+constexpr size_t kHeaderBytes = 12;
+
+inline void encodeHeader(uint32_t tag, uint64_t size, uint8_t out[kHeaderBytes]) {
+  std::memcpy(out, &tag, 4);
+  std::memcpy(out + 4, &size, 8);
+}
+
+inline void decodeHeader(const uint8_t in[kHeaderBytes], uint32_t* tag, uint64_t* size) {
+  std::memcpy(tag, in, 4);
+  std::memcpy(size, in + 4, 8);
+}
+
+/// Number of parts a message of `size` bytes is cut into.
+inline int partsFor(uint64_t size, int sockets, size_t stripe_min) {
+  return (sockets > 1 && size >= stripe_min) ? sockets : 1;
+}
+
+/// [begin, end) of part `index` of a message cut into `parts`; empty when index >= parts.
+inline void partExtent(uint64_t size, int parts, int index, uint64_t* begin, uint64_t* end) {
+  if (index >= parts) {
+    *begin = *end = 0;
+    return;
+  }
+  *begin = size / parts * index;
+  *end = index == parts - 1 ? size : size / parts * (index + 1);
+}
+
+}  // namespace megascale::transport::tcp_wire

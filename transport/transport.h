@@ -1,0 +1,117 @@
+// The transport interface. It mirrors NCCL's net plugin semantics so nccl_plugin/ stays a thin adapter:
+// a listener gives an opaque address blob; connect/accept are non-blocking and give one-way comms;
+// isend/irecv are tagged and non-blocking; test() drives progress and reports completion and size.
+// ibverbs, UCX and a UDP/DPDK transport implement the same classes; callers choose by Properties.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace megascale::transport {
+
+constexpr size_t kMaxAddressBytes = 128;
+constexpr int kMaxRequests = 32;  // in flight per comm, as NCCL_NET_MAX_REQUESTS
+constexpr int kMaxRecvs = 8;      // buffers per grouped irecv
+
+/// Opaque connection address; small enough to travel through the store or an NCCL handle.
+struct Address {
+  uint8_t bytes[kMaxAddressBytes];
+  size_t size = 0;
+  std::string asString() const { return std::string(reinterpret_cast<const char*>(bytes), size); }
+  static Address fromString(const std::string& s);  // throws Error(kInvalidArgument) if too long
+};
+
+enum PointerKind : unsigned { kHostPointer = 1, kDevicePointer = 2 };
+
+/// What a transport can do; callers ask for capabilities, never for identities.
+struct Properties {
+  std::string name;
+  double speed_gbps = 0;
+  double latency_us = 0;
+  int max_requests = kMaxRequests;
+  int max_recvs = 1;
+  unsigned pointer_kinds = kHostPointer;
+  bool same_host_only = false;
+  bool one_sided_write = false;
+  size_t max_message_bytes = SIZE_MAX;
+};
+
+/// Registered memory. Host transports need no pinning; the handle still travels so RDMA fits later.
+struct MemoryRegion {
+  void* base = nullptr;
+  size_t size = 0;
+  PointerKind kind = kHostPointer;
+};
+
+/// Opaque to callers; owned by its comm and valid until test() reports it done.
+class Request {
+ protected:
+  ~Request() = default;
+};
+
+class SendComm {
+ public:
+  virtual ~SendComm() = default;
+  /// Non-blocking. On success *request may be null: no free request slot now, retry after test().
+  virtual Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) = 0;
+  /// Drives progress. *done once the data has left the user buffer; *size is the bytes sent.
+  virtual Status test(Request* request, bool* done, size_t* size) = 0;
+};
+
+class RecvComm {
+ public:
+  virtual ~RecvComm() = default;
+  /// Posts n receive buffers as one request; each incoming message lands in the first buffer whose tag
+  /// matches. A message larger than its buffer is an error; a smaller one reports its exact size.
+  virtual Status irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags,
+                       const MemoryRegion* const* mrs, Request** request) = 0;
+  /// Drives progress. *done once all n messages have arrived; sizes[i] gets each one's length.
+  virtual Status test(Request* request, bool* done, size_t* sizes) = 0;
+  /// The id the connecting side passed to connect() (the peer's rank inside megascale).
+  virtual uint64_t remoteId() const = 0;
+};
+
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  virtual const Address& address() const = 0;
+  /// Non-blocking: *comm is set once a peer has connected and authenticated, else left null.
+  virtual Status accept(std::unique_ptr<RecvComm>* comm) = 0;
+};
+
+class Connector {
+ public:
+  virtual ~Connector() = default;
+  /// Non-blocking: call until *comm is set. Errors name the address.
+  virtual Status poll(std::unique_ptr<SendComm>* comm) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const Properties& properties() const = 0;
+  /// Throws Error if the transport cannot listen.
+  virtual std::unique_ptr<Listener> listen() = 0;
+  /// Starts connecting to a listener's address; local_id is what the other side's remoteId() returns.
+  virtual std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) = 0;
+  virtual Status registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr);
+};
+
+struct TransportOptions {
+  std::string secret;            // job secret every connection proves (common/auth.h)
+  std::string bind_address;      // tcp: IPv4 address to listen on
+  int sockets_per_comm = 2;      // tcp
+  size_t stripe_min_bytes = 256 * 1024;  // tcp
+  size_t shm_ring_bytes = 4 << 20;       // shm
+  int handshake_timeout_ms = 30000;
+};
+
+/// "tcp" or "shm". Throws Error(kInvalidArgument) for other names, kUnavailable if not built.
+std::unique_ptr<Transport> createTransport(const std::string& name, const TransportOptions& options);
+
+}  // namespace megascale::transport
