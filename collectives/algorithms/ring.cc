@@ -1,0 +1,82 @@
+// Ring algorithms. Why a ring: every rank sends and receives exactly (n-1)/n of the data per pass over one
+// link each way, which is bandwidth-optimal; the cost is 2(n-1) latency-bound steps for all-reduce, so the
+// ring is the choice for large messages. Block b of the vector travels the ring, being reduced as it goes.
+#include "collectives/algorithms/algorithms.h"
+
+namespace megascale::algorithms {
+
+namespace {
+int mod(int a, int n) { return ((a % n) + n) % n; }
+}  // namespace
+
+// Reduce-scatter pass in the output buffer, then an all-gather pass. Step s of the first pass: send block
+// r-s (the first time straight from the input), receive block r-s-1 and fold it into the output. After n-1
+// steps rank r holds block r+1 complete; the second pass circulates the complete blocks.
+Schedule ringAllReduce(const ScheduleSpec& spec) {
+  const int n = spec.nranks, r = spec.rank;
+  Schedule s;
+  s.result = out(0, spec.count);
+  if (n == 1) {
+    s.phases.push_back(copyPhase(in(0, spec.count), out(0, spec.count)));
+    return s;
+  }
+  const int next = mod(r + 1, n), prev = mod(r - 1, n);
+  s.scratch_count = blockOf(spec.count, n, 0).count;  // block 0 is the largest
+  for (int step = 0; step < n - 1; ++step) {
+    Block send_block = blockOf(spec.count, n, mod(r - step, n));
+    Block recv_block = blockOf(spec.count, n, mod(r - step - 1, n));
+    Slice source = step == 0 ? in(send_block.begin, send_block.count) : out(send_block.begin, send_block.count);
+    Phase p;
+    p.comm = {send(next, source), recv(prev, scratch(0, recv_block.count))};
+    p.local = {reduce(in(recv_block.begin, recv_block.count), scratch(0, recv_block.count),
+                      out(recv_block.begin, recv_block.count))};
+    s.phases.push_back(std::move(p));
+  }
+  for (int step = 0; step < n - 1; ++step) {
+    Block send_block = blockOf(spec.count, n, mod(r + 1 - step, n));
+    Block recv_block = blockOf(spec.count, n, mod(r - step, n));
+    s.phases.push_back(Phase{{send(next, out(send_block.begin, send_block.count)),
+                              recv(prev, out(recv_block.begin, recv_block.count))},
+                             {}});
+  }
+  return s;
+}
+
+// Each rank's contribution enters the output at its block, then n-1 steps pass blocks along the ring.
+Schedule ringAllGather(const ScheduleSpec& spec) {
+  const int n = spec.nranks, r = spec.rank;
+  const size_t c = spec.count;
+  Schedule s;
+  s.phases.push_back(copyPhase(in(0, c), out(c * r, c)));
+  const int next = mod(r + 1, n), prev = mod(r - 1, n);
+  for (int step = 0; step < n - 1; ++step) {
+    size_t send_block = static_cast<size_t>(mod(r - step, n)), recv_block = static_cast<size_t>(mod(r - step - 1, n));
+    s.phases.push_back(Phase{{send(next, out(c * send_block, c)), recv(prev, out(c * recv_block, c))}, {}});
+  }
+  return s;
+}
+
+// Step s: send the partial sum of block r-s-1 (first from the input), receive the partial sum of block
+// r-s-2 and add this rank's input block to it. The last step lands block r, complete, in the output.
+Schedule ringReduceScatter(const ScheduleSpec& spec) {
+  const int n = spec.nranks, r = spec.rank;
+  const size_t c = spec.count;
+  Schedule s;
+  s.result = out(0, c);
+  if (n == 1) {
+    s.phases.push_back(copyPhase(in(0, c), out(0, c)));
+    return s;
+  }
+  const int next = mod(r + 1, n), prev = mod(r - 1, n);
+  s.scratch_count = 2 * c;  // [0, c): partial sum being passed on; [c, 2c): the one arriving
+  for (int step = 0; step < n - 1; ++step) {
+    size_t send_block = static_cast<size_t>(mod(r - step - 1, n)), recv_block = static_cast<size_t>(mod(r - step - 2, n));
+    Slice source = step == 0 ? in(c * send_block, c) : scratch(0, c);
+    Slice target = step == n - 2 ? out(0, c) : scratch(0, c);
+    s.phases.push_back(Phase{{send(next, source), recv(prev, scratch(c, c))},
+                             {reduce(in(c * recv_block, c), scratch(c, c), target)}});
+  }
+  return s;
+}
+
+}  // namespace megascale::algorithms

@@ -1,0 +1,101 @@
+// Algorithms are schedules: a pure function of (collective, count, rank, ranks, root, algorithm) that lists,
+// for one rank, what to send, receive, copy and reduce, phase by phase. One executor runs any schedule over
+// any transport; tests simulate all ranks' schedules in memory; the network simulator replays them.
+//
+// A phase's communication steps run concurrently; its local steps run after they all complete, in order.
+// Offsets and counts are in elements of the operation's dtype.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace megascale {
+
+enum class Collective : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kBarrier,
+  kSendRecv,  // point-to-point groups; built by the caller, not by buildSchedule
+};
+const char* collectiveName(Collective c);  // "all_reduce", ...
+
+enum class Algorithm : uint8_t {
+  kAuto,
+  kRing,                    // all-reduce, all-gather, reduce-scatter
+  kRecursiveHalvingDoubling,  // all-reduce (Rabenseifner; non-powers of two fold the extra ranks first)
+  kDirect,                  // all-reduce: every rank sends its vector to every other; best for tiny messages
+  kBinomialTree,            // broadcast, reduce
+  kPairwise,                // all-to-all
+  kDissemination,           // barrier
+};
+const char* algorithmName(Algorithm a);
+bool parseAlgorithm(const std::string& name, Algorithm* a);
+
+/// Buffers a step can name. kUser + i are extra buffers (point-to-point groups).
+enum BufferId : uint16_t { kInput = 0, kOutput = 1, kScratch = 2, kUser = 3 };
+
+struct Slice {
+  uint16_t buffer = kInput;
+  size_t offset = 0;
+  size_t count = 0;
+};
+
+struct Step {
+  enum Kind : uint8_t { kSend, kRecv, kCopy, kReduce };
+  Kind kind;
+  int peer = -1;  // kSend, kRecv
+  Slice a;        // kSend: source; kCopy: source; kReduce: left operand
+  Slice b;        // kReduce: right operand
+  Slice dst;      // kRecv, kCopy, kReduce: destination
+};
+
+struct Phase {
+  std::vector<Step> comm;
+  std::vector<Step> local;
+};
+
+struct Schedule {
+  std::vector<Phase> phases;
+  size_t scratch_count = 0;
+  /// The part of the output this rank owns after the schedule (where avg divides); count 0 if none.
+  Slice result{kOutput, 0, 0};
+};
+
+struct ScheduleSpec {
+  Collective collective;
+  Algorithm algorithm = Algorithm::kAuto;
+  size_t count = 0;  // per-rank count as in the C API (send count for all-gather, recv count for reduce-scatter)
+  int rank = 0;
+  int nranks = 1;
+  int root = 0;
+  bool in_place = false;  // input and output alias as NCCL defines in-place for this collective
+};
+
+/// The algorithm kAuto resolves to for this spec, from the size and rank count.
+Algorithm chooseAlgorithm(const ScheduleSpec& spec, size_t dtype_size);
+
+/// Element counts of the input and output buffers a spec uses.
+size_t inputCount(const ScheduleSpec& spec);
+size_t outputCount(const ScheduleSpec& spec);
+
+/// Builds one rank's schedule. spec.algorithm must not be kAuto (call chooseAlgorithm first).
+/// Throws Error(kInvalidArgument) for an algorithm that does not implement the collective.
+Schedule buildSchedule(const ScheduleSpec& spec);
+
+/// [begin, begin+count) of block i when `total` elements are cut into `blocks` nearly equal blocks.
+struct Block {
+  size_t begin;
+  size_t count;
+};
+Block blockOf(size_t total, int blocks, int index);
+
+/// Human-readable listing of a schedule, for --dump-schedule and test failures.
+std::string describeSchedule(const Schedule& s);
+
+}  // namespace megascale

@@ -1,0 +1,116 @@
+/// megascale C API, shaped like NCCL's so NCCL users find their way: a unique id from one rank, a
+/// communicator per rank, collectives on host buffers, groups, split, abort and asynchronous errors.
+/// Every function returns an mscResult_t and never aborts the process; mscGetLastError() gives the message
+/// (operation, rank, peer) of the calling thread's last failure.
+#ifndef MEGASCALE_MEGASCALE_H_
+#define MEGASCALE_MEGASCALE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MSC_MAJOR 0
+#define MSC_MINOR 1
+#define MSC_PATCH 0
+#define MSC_VERSION_CODE (MSC_MAJOR * 10000 + MSC_MINOR * 100 + MSC_PATCH)
+#define MSC_UNIQUE_ID_BYTES 256
+#define MSC_SPLIT_NOCOLOR (-1)
+
+typedef struct {
+  char internal[MSC_UNIQUE_ID_BYTES];
+} mscUniqueId;
+
+typedef struct mscComm* mscComm_t;
+
+typedef enum {
+  mscSuccess = 0,
+  mscInvalidArgument = 1,
+  mscTimeout = 2,
+  mscRemoteError = 3,  /// a peer died, closed, or sent malformed data
+  mscSystemError = 4,
+  mscInternalError = 5,
+  mscAborted = 6,
+  mscAuthError = 7,
+  mscMismatch = 8,     /// ranks disagree on the operation, count or type
+  mscUnavailable = 9,
+  mscInProgress = 10,  /// mscCommGetAsyncError: an operation is still running
+  mscNumResults = 11
+} mscResult_t;
+
+/// Same numbering as ncclDataType_t.
+typedef enum {
+  mscInt8 = 0,
+  mscUint8 = 1,
+  mscInt32 = 2,
+  mscUint32 = 3,
+  mscInt64 = 4,
+  mscUint64 = 5,
+  mscFloat16 = 6,
+  mscFloat32 = 7,
+  mscFloat64 = 8,
+  mscBfloat16 = 9,
+  mscNumTypes = 10
+} mscDataType_t;
+
+/// Same numbering as ncclRedOp_t.
+typedef enum { mscSum = 0, mscProd = 1, mscMax = 2, mscMin = 3, mscAvg = 4, mscNumOps = 5 } mscRedOp_t;
+
+/// Ordering: operations on one communicator complete in the order they were issued, like a stream.
+/// Calls return once the operation is queued; mscCommSynchronize waits for all of them (up to the
+/// communicator's timeout, MEGASCALE_TIMEOUT_MS).
+
+mscResult_t mscGetVersion(int* version);
+const char* mscGetErrorString(mscResult_t result);
+/// The message of the calling thread's last error ("" if none).
+const char* mscGetLastError(void);
+
+/// Creates a job: starts a store server inside this process (listening on all interfaces, a free port) and
+/// returns an id that carries its address, a job id and a fresh secret. Give the id to every rank.
+mscResult_t mscGetUniqueId(mscUniqueId* id);
+mscResult_t mscCommInitRank(mscComm_t* comm, int nranks, mscUniqueId id, int rank);
+/// Initializes from the environment: MEGASCALE_* (megascale-run), torchrun (RANK, WORLD_SIZE, MASTER_ADDR,
+/// MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS) or Open MPI (OMPI_COMM_WORLD_*).
+mscResult_t mscCommInitFromEnv(mscComm_t* comm);
+mscResult_t mscCommSplit(mscComm_t comm, int color, int key, mscComm_t* newcomm);
+/// Waits for queued operations, then frees the communicator.
+mscResult_t mscCommDestroy(mscComm_t comm);
+/// Fails all pending operations at once and frees the communicator; never waits for peers.
+mscResult_t mscCommAbort(mscComm_t comm);
+/// mscSuccess, mscInProgress while operations run, or the error that broke the communicator.
+mscResult_t mscCommGetAsyncError(mscComm_t comm, mscResult_t* async_error);
+mscResult_t mscCommCount(const mscComm_t comm, int* count);
+mscResult_t mscCommUserRank(const mscComm_t comm, int* rank);
+/// Waits until every operation issued so far on comm has completed.
+mscResult_t mscCommSynchronize(mscComm_t comm);
+
+mscResult_t mscAllReduce(const void* sendbuff, void* recvbuff, size_t count, mscDataType_t datatype, mscRedOp_t op,
+                         mscComm_t comm);
+mscResult_t mscBroadcast(const void* sendbuff, void* recvbuff, size_t count, mscDataType_t datatype, int root,
+                         mscComm_t comm);
+mscResult_t mscReduce(const void* sendbuff, void* recvbuff, size_t count, mscDataType_t datatype, mscRedOp_t op,
+                      int root, mscComm_t comm);
+/// recvbuff holds nranks * sendcount elements.
+mscResult_t mscAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mscDataType_t datatype,
+                         mscComm_t comm);
+/// sendbuff holds nranks * recvcount elements.
+mscResult_t mscReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mscDataType_t datatype,
+                             mscRedOp_t op, mscComm_t comm);
+/// Each buffer holds nranks * count elements; block j of sendbuff goes to rank j.
+mscResult_t mscAllToAll(const void* sendbuff, void* recvbuff, size_t count, mscDataType_t datatype, mscComm_t comm);
+mscResult_t mscSend(const void* sendbuff, size_t count, mscDataType_t datatype, int peer, mscComm_t comm);
+mscResult_t mscRecv(void* recvbuff, size_t count, mscDataType_t datatype, int peer, mscComm_t comm);
+mscResult_t mscBarrier(mscComm_t comm);
+
+/// Between GroupStart and GroupEnd, sends and receives are issued together (so a ring of send+recv cannot
+/// deadlock); groups nest.
+mscResult_t mscGroupStart(void);
+mscResult_t mscGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // MEGASCALE_MEGASCALE_H_

@@ -1,0 +1,169 @@
+#include "collectives/schedule_simulator.h"
+
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "collectives/dtype.h"
+#include "collectives/reduce_kernels.h"
+
+namespace megascale::testing {
+
+namespace {
+
+struct Message {
+  std::vector<uint8_t> bytes;
+  std::vector<bool> heard;
+};
+
+struct RankState {
+  Schedule schedule;
+  size_t phase = 0;
+  uint8_t* bases[3] = {nullptr, nullptr, nullptr};
+  std::vector<uint8_t> scratch;
+};
+
+struct Range {
+  const uint8_t* begin;
+  const uint8_t* end;
+  bool overlaps(const Range& o) const { return begin < o.end && o.begin < end; }
+};
+
+}  // namespace
+
+SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp_t op, std::vector<RankBuffers>& buffers) {
+  const int n = base.nranks;
+  const size_t es = dtypeSize(type);
+  SimulationResult result;
+  result.heard_from.assign(n, std::vector<bool>(n, false));
+  for (int r = 0; r < n; ++r) result.heard_from[r][r] = true;
+  auto fail = [&](int rank, size_t phase, const std::string& why) {
+    if (result.ok) {
+      result.ok = false;
+      result.error = "rank " + std::to_string(rank) + " phase " + std::to_string(phase) + ": " + why;
+    }
+  };
+
+  std::vector<RankState> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    ScheduleSpec spec = base;
+    spec.rank = r;
+    ranks[r].schedule = buildSchedule(spec);
+    ranks[r].scratch.assign(ranks[r].schedule.scratch_count * es, 0xCD);
+    uint8_t* outp = buffers[r].output.data();
+    uint8_t* inp = buffers[r].input.data();
+    if (spec.in_place) {  // NCCL's in-place layouts
+      size_t c = spec.count * es;
+      if (spec.collective == Collective::kAllGather) inp = outp + c * r;
+      else if (spec.collective == Collective::kReduceScatter) {
+        inp = outp;
+        outp = outp + c * r;
+      } else inp = outp;
+    }
+    ranks[r].bases[kInput] = inp;
+    ranks[r].bases[kOutput] = outp;
+    ranks[r].bases[kScratch] = ranks[r].scratch.data();
+  }
+  const size_t limits[2] = {inputCount(base), outputCount(base)};
+  auto inBounds = [&](int r, const Slice& s) {
+    size_t limit = s.buffer == kScratch ? ranks[r].schedule.scratch_count : s.buffer < kScratch ? limits[s.buffer] : 0;
+    return s.buffer <= kScratch && s.offset + s.count <= limit;
+  };
+  for (int r = 0; r < n; ++r) {
+    for (size_t p = 0; p < ranks[r].schedule.phases.size(); ++p) {
+      for (const auto* steps : {&ranks[r].schedule.phases[p].comm, &ranks[r].schedule.phases[p].local}) {
+        for (const Step& s : *steps) {
+          bool ok = s.kind == Step::kSend ? inBounds(r, s.a)
+                    : s.kind == Step::kRecv ? inBounds(r, s.dst)
+                    : s.kind == Step::kCopy ? inBounds(r, s.a) && inBounds(r, s.dst)
+                                            : inBounds(r, s.a) && inBounds(r, s.b) && inBounds(r, s.dst);
+          if (!ok) fail(r, p, "slice out of its buffer's bounds\n" + describeSchedule(ranks[r].schedule));
+        }
+      }
+    }
+  }
+  if (!result.ok) return result;
+  auto pointer = [&](int r, const Slice& s) { return ranks[r].bases[s.buffer] + s.offset * es; };
+  auto range = [&](int r, const Slice& s) { return Range{pointer(r, s), pointer(r, s) + s.count * es}; };
+
+  std::map<std::pair<int, int>, std::deque<Message>> channels;
+  std::vector<bool> sent(n, false);
+  bool progress = true;
+  while (progress && result.ok) {
+    progress = false;
+    for (int r = 0; r < n && result.ok; ++r) {
+      RankState& st = ranks[r];
+      if (st.phase >= st.schedule.phases.size()) continue;
+      const Phase& ph = st.schedule.phases[st.phase];
+      if (!sent[r]) {
+        // Races inside a phase: receives write while sends read and other receives write.
+        std::vector<Range> reads, writes;
+        for (const Step& s : ph.comm) {
+          if (s.peer < 0 || s.peer >= n || s.peer == r) fail(r, st.phase, "bad peer " + std::to_string(s.peer));
+          if (s.kind == Step::kSend) reads.push_back(range(r, s.a));
+          else writes.push_back(range(r, s.dst));
+        }
+        for (size_t i = 0; i < writes.size(); ++i) {
+          for (const Range& rd : reads) if (writes[i].overlaps(rd)) fail(r, st.phase, "receive overlaps a send");
+          for (size_t j = i + 1; j < writes.size(); ++j) if (writes[i].overlaps(writes[j])) fail(r, st.phase, "receives overlap");
+        }
+        for (const Step& s : ph.comm) {
+          if (s.kind != Step::kSend) continue;
+          const uint8_t* p = pointer(r, s.a);
+          channels[{r, s.peer}].push_back(Message{std::vector<uint8_t>(p, p + s.a.count * es), result.heard_from[r]});
+        }
+        sent[r] = true;
+        progress = true;
+      }
+      // All receives of the phase must be available (taken in order per peer).
+      std::map<int, size_t> needed;
+      for (const Step& s : ph.comm) if (s.kind == Step::kRecv) ++needed[s.peer];
+      bool ready = true;
+      for (auto& [peer, k] : needed) ready = ready && channels[{peer, r}].size() >= k;
+      if (!ready) continue;
+      for (const Step& s : ph.comm) {
+        if (s.kind != Step::kRecv) continue;
+        Message m = std::move(channels[{s.peer, r}].front());
+        channels[{s.peer, r}].pop_front();
+        if (m.bytes.size() != s.dst.count * es) {
+          fail(r, st.phase, "expected " + std::to_string(s.dst.count * es) + " bytes from " + std::to_string(s.peer) +
+                                ", got " + std::to_string(m.bytes.size()));
+          break;
+        }
+        std::memcpy(pointer(r, s.dst), m.bytes.data(), m.bytes.size());
+        for (int q = 0; q < n; ++q) if (m.heard[q]) result.heard_from[r][q] = true;
+      }
+      for (const Step& s : ph.local) {
+        if (s.kind == Step::kCopy) {
+          if (s.a.count != s.dst.count) fail(r, st.phase, "copy of different sizes");
+          if (pointer(r, s.a) != pointer(r, s.dst)) std::memmove(pointer(r, s.dst), pointer(r, s.a), s.a.count * es);
+        } else {
+          if (s.a.count != s.dst.count || s.b.count != s.dst.count) fail(r, st.phase, "reduce of different sizes");
+          reduceElements(type, op, pointer(r, s.dst), pointer(r, s.a), pointer(r, s.b), s.dst.count);
+        }
+      }
+      ++st.phase;
+      sent[r] = false;
+      progress = true;
+    }
+  }
+  for (int r = 0; r < n && result.ok; ++r) {
+    if (ranks[r].phase < ranks[r].schedule.phases.size()) {
+      fail(r, ranks[r].phase, "deadlock: waiting forever\n" + describeSchedule(ranks[r].schedule));
+    }
+  }
+  for (auto& [pair, queue] : channels) {
+    if (!queue.empty() && result.ok) {
+      fail(pair.second, 0, std::to_string(queue.size()) + " message(s) from " + std::to_string(pair.first) + " never received");
+    }
+  }
+  if (op == mscAvg && result.ok) {
+    for (int r = 0; r < n; ++r) {
+      const Slice& res = ranks[r].schedule.result;
+      if (res.count > 0) finishAverage(type, pointer(r, res), res.count, n);
+    }
+  }
+  return result;
+}
+
+}  // namespace megascale::testing
