@@ -1,0 +1,126 @@
+// A communicator: a group of ranks that run collectives together. Operations are queued and run in issue
+// order by one worker thread per communicator (like a stream); each call returns a Work at once.
+// Invalid arguments throw Error(kInvalidArgument) from the call; failures while running finish the Work
+// with an error and break the communicator, so every later operation fails fast instead of hanging.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/bootstrap/unique_id.h"
+#include "collectives/peer_links.h"
+#include "collectives/schedule.h"
+#include "collectives/work.h"
+#include "megascale/megascale.h"
+#include "transport/transport.h"
+
+namespace megascale {
+
+struct CommunicatorOptions {
+  std::chrono::milliseconds timeout{300000};  // MEGASCALE_TIMEOUT_MS
+  std::string transport = "auto";             // MEGASCALE_TRANSPORT
+  Algorithm allreduce_algorithm = Algorithm::kAuto;  // MEGASCALE_ALGO
+  int local_rank = -1;
+  int local_size = -1;
+  transport::TransportOptions transport_options;
+
+  /// Options from the MEGASCALE_* environment (config registry).
+  static CommunicatorOptions fromEnvironment();
+};
+
+class Communicator {
+ public:
+  /// Joins the job the unique id names as `rank` of `nranks`. Publishes this rank's address in the store
+  /// (O(1) store operations, no barrier); connections are made later, only to the peers schedules need.
+  static std::shared_ptr<Communicator> create(const UniqueId& id, int rank, int nranks, CommunicatorOptions options);
+
+  ~Communicator();  // finishes queued operations, then stops
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+  int localRank() const { return options_.local_rank; }
+  const std::string& transportName() const { return transport_name_; }
+
+  std::shared_ptr<Work> allReduce(const void* in, void* out, size_t count, mscDataType_t type, mscRedOp_t op);
+  std::shared_ptr<Work> allGather(const void* in, void* out, size_t count, mscDataType_t type);
+  std::shared_ptr<Work> reduceScatter(const void* in, void* out, size_t count, mscDataType_t type, mscRedOp_t op);
+  std::shared_ptr<Work> broadcast(const void* in, void* out, size_t count, mscDataType_t type, int root);
+  std::shared_ptr<Work> reduce(const void* in, void* out, size_t count, mscDataType_t type, mscRedOp_t op, int root);
+  std::shared_ptr<Work> allToAll(const void* in, void* out, size_t count, mscDataType_t type);
+  std::shared_ptr<Work> barrier();
+
+  struct PointToPoint {
+    bool is_send;
+    void* buffer;
+    size_t count;
+    mscDataType_t type;
+    int peer;
+  };
+  /// Sends and receives issued together (one phase), so rings of send+recv cannot deadlock.
+  std::shared_ptr<Work> pointToPoint(const std::vector<PointToPoint>& ops);
+
+  /// Collective over this communicator. Ranks with the same color form a new communicator, ordered by
+  /// (key, rank). MSC_SPLIT_NOCOLOR gives nullptr. Addresses travel in the parent's all-gather: no store.
+  std::shared_ptr<Communicator> split(int color, int key);
+
+  /// Fails the running and queued operations at once; the communicator stays broken.
+  void abort();
+  /// The error that broke the communicator, or ok.
+  Status asyncError() const;
+  /// True while operations are queued or running.
+  bool busy() const;
+  /// Waits until every operation issued so far has finished; returns the first error.
+  Status synchronize();
+
+ private:
+  struct Task {
+    ScheduleSpec spec;
+    std::vector<void*> buffers;
+    mscDataType_t type;
+    mscRedOp_t op;
+    std::vector<PointToPoint> p2p;
+    std::string name;
+    uint32_t tag;
+    std::shared_ptr<Work> work;
+  };
+
+  Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
+               std::string transport_name);
+  std::shared_ptr<Work> submitCollective(Collective c, const void* in, void* out, size_t count, mscDataType_t type,
+                                         mscRedOp_t op, int root);
+  std::shared_ptr<Work> enqueue(Task task);
+  void validate(const char* op, const void* in, const void* out, size_t count, mscDataType_t type, mscRedOp_t op_id,
+                int root, bool needs_op, bool needs_root) const;
+  void workerLoop(std::stop_token stop);
+  Status run(Task& task);
+  Schedule pointToPointSchedule(const Task& task) const;
+
+  const int rank_;
+  const int nranks_;
+  CommunicatorOptions options_;
+  std::unique_ptr<PeerLinks> links_;  // worker thread only
+  std::string transport_name_;
+
+  // Lock order: queue_mutex_ before a Work's own mutex (abort finishes queued Work under it); never reverse.
+  mutable std::mutex queue_mutex_;
+  std::condition_variable_any queue_cv_;
+  std::deque<Task> queue_;
+  size_t running_ = 0;
+  Status broken_;  // guarded by queue_mutex_
+  std::atomic<bool> aborted_{false};
+  uint32_t next_sequence_ = 0;  // guarded by queue_mutex_
+  std::jthread worker_;
+};
+
+/// "auto" resolves to shm when every rank is on this host (local_size == nranks), else tcp.
+std::string resolveTransportName(const std::string& requested, int nranks, int local_size);
+
+}  // namespace megascale

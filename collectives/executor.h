@@ -1,0 +1,29 @@
+// Runs one rank's schedule over a communicator's peer links: the phases in order, each phase's sends and
+// receives concurrently, then its local copies and reductions. Any schedule, any transport.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "collectives/peer_links.h"
+#include "collectives/schedule.h"
+#include "megascale/megascale.h"
+
+namespace megascale {
+
+struct ExecutionContext {
+  int rank = 0;
+  std::string operation;  // "all_reduce #12 (float sum, 1048576 elements)" for messages
+  uint32_t tag = 0;       // same on every rank for the same operation; a mismatch means ranks diverged
+  std::chrono::milliseconds timeout{300000};  // no progress for this long is an error
+  const std::atomic<bool>* aborted = nullptr;
+  int nranks_for_average = 1;
+};
+
+/// buffers[kInput], [kOutput] and [kUser+i] are the caller's; [kScratch] is allocated as needed.
+Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, mscDataType_t type, mscRedOp_t op,
+                       PeerLinks& links, const ExecutionContext& ctx);
+
+}  // namespace megascale

@@ -1,0 +1,32 @@
+#include "collectives/work.h"
+
+namespace megascale {
+
+bool Work::test() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+Status Work::wait(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!done_cv_.wait_for(lock, timeout, [&] { return done_; })) {
+    return Status(ErrorCode::kTimeout, "operation still running after " + std::to_string(timeout.count()) + " ms");
+  }
+  return status_;
+}
+
+Status Work::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+void Work::finish(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_ = std::move(status);
+    done_ = true;
+  }
+  done_cv_.notify_all();
+}
+
+}  // namespace megascale

@@ -1,0 +1,30 @@
+// A handle on one queued operation: test() polls, wait(timeout) blocks, status() tells how it ended.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "common/status.h"
+
+namespace megascale {
+
+class Work {
+ public:
+  /// True once the operation has finished, successfully or not.
+  bool test() const;
+  /// Waits up to timeout. Returns the operation's status, or kTimeout if it is still running.
+  Status wait(std::chrono::milliseconds timeout) const;
+  /// The final status; ok while still running.
+  Status status() const;
+
+  void finish(Status status);  // called once by the communicator's worker
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable done_cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+}  // namespace megascale

@@ -1,0 +1,155 @@
+// megascale-run: starts N local ranks of a program with MEGASCALE_* set, serving the job's store itself
+// unless --store names one. On several hosts, run it once per host with --world-size and --rank-offset
+// (for example from srun or mpirun, one task per host) and a shared --store.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/bootstrap/tcp_store_server.h"
+#include "collectives/bootstrap/unique_id.h"
+#include "common/config.h"
+#include "common/hmac.h"
+#include "launcher/process_group.h"
+
+namespace {
+
+volatile int g_signal = 0;
+void onSignal(int sig) { g_signal = sig; }
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: megascale-run -n N [options] program [args...]\n"
+               "  -n, --nproc N        ranks to start on this host\n"
+               "  --store URL          use this store (tcp://host:port or redis://host:port) instead of serving one;\n"
+               "                       MEGASCALE_JOB_SECRET (hex) must hold the job secret\n"
+               "  --world-size W       total ranks over all hosts (default N)\n"
+               "  --rank-offset R      global rank of this host's first rank (default 0)\n"
+               "  --job-id ID          job id shared by all hosts (default: random; required with --world-size)\n"
+               "  --grace-ms MS        after a rank fails, time the others get before SIGKILL (default 3000)\n"
+               "  --print-config       print every MEGASCALE_* knob with its value and exit\n");
+}
+
+int parseCount(const char* flag, const char* text, int min) {
+  char* end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || v < min || v > (1 << 20)) {
+    std::fprintf(stderr, "megascale-run: %s '%s' must be an integer >= %d\n", flag, text, min);
+    std::exit(2);
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace megascale;
+  int nproc = -1, world_size = -1, rank_offset = 0, grace_ms = 3000;
+  std::string store_url, job_id;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "megascale-run: %s needs a value\n", flag);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "-n" || a == "--nproc" || a == "-np") nproc = parseCount("-n", value("-n"), 1);
+    else if (a == "--store") store_url = value("--store");
+    else if (a == "--world-size") world_size = parseCount("--world-size", value("--world-size"), 1);
+    else if (a == "--rank-offset") rank_offset = parseCount("--rank-offset", value("--rank-offset"), 0);
+    else if (a == "--job-id") job_id = value("--job-id");
+    else if (a == "--grace-ms") grace_ms = parseCount("--grace-ms", value("--grace-ms"), 0);
+    else if (a == "--print-config") {
+      config::printConfig(stdout);
+      return 0;
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (a.rfind("-", 0) == 0) {
+      std::fprintf(stderr, "megascale-run: unknown option %s\n", a.c_str());
+      usage(stderr);
+      return 2;
+    } else {
+      break;
+    }
+  }
+  if (nproc < 1 || i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  if (world_size < 0) world_size = nproc;
+  if (rank_offset + nproc > world_size) {
+    std::fprintf(stderr, "megascale-run: ranks %d..%d exceed --world-size %d\n", rank_offset,
+                 rank_offset + nproc - 1, world_size);
+    return 2;
+  }
+  std::unique_ptr<TcpStoreServer> server;
+  UniqueId id;
+  try {
+    if (store_url.empty()) {
+      if (world_size != nproc) {
+        std::fprintf(stderr, "megascale-run: --world-size across hosts needs a shared --store\n");
+        return 2;
+      }
+      id = UniqueId::generate("tcp://127.0.0.1:1");
+      TcpStoreServer::Options options;
+      options.host = "127.0.0.1";
+      options.secret = id.secret;
+      server = std::make_unique<TcpStoreServer>(options);
+      id.store_url = "tcp://127.0.0.1:" + std::to_string(server->port());
+      server->start();
+    } else {
+      const char* secret_hex = std::getenv("MEGASCALE_JOB_SECRET");
+      if (secret_hex == nullptr || !fromHex(secret_hex, &id.secret) || id.secret.size() < 16) {
+        std::fprintf(stderr, "megascale-run: --store needs MEGASCALE_JOB_SECRET set to the job secret (>= 16 bytes hex)\n");
+        return 2;
+      }
+      if (job_id.empty() && world_size != nproc) {
+        std::fprintf(stderr, "megascale-run: several hosts need the same --job-id\n");
+        return 2;
+      }
+      id.store_url = store_url;
+      id.job_id = job_id.empty() ? UniqueId::generate(store_url).job_id : job_id;
+      parseStoreUrl(store_url);
+    }
+    if (!job_id.empty()) id.job_id = job_id;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "megascale-run: %s\n", e.what());
+    return 2;
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+
+  launcher::ProcessGroup group;
+  std::vector<std::string> program(argv + i, argv + argc);
+  try {
+    for (int local = 0; local < nproc; ++local) {
+      group.spawn(rank_offset + local, program,
+                  {{"MEGASCALE_UNIQUE_ID", id.serialize()},
+                   {"MEGASCALE_RANK", std::to_string(rank_offset + local)},
+                   {"MEGASCALE_WORLD_SIZE", std::to_string(world_size)},
+                   {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
+                   {"MEGASCALE_LOCAL_SIZE", std::to_string(nproc)}});
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "megascale-run: %s\n", e.what());
+    return 1;
+  }
+  launcher::GroupResult result = group.run(&g_signal, std::chrono::milliseconds(grace_ms));
+  if (result.exit_code != 0) std::fprintf(stderr, "megascale-run: %s\n", result.summary.c_str());
+  return result.exit_code;
+}

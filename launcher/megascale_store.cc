@@ -1,0 +1,62 @@
+// megascale-store: the embedded store as a standalone server, for jobs that span hosts.
+// It prints the job secret (or reads it from MEGASCALE_JOB_SECRET) so every host can be given it.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "collectives/bootstrap/tcp_store_server.h"
+#include "common/hmac.h"
+
+namespace {
+megascale::TcpStoreServer* g_server = nullptr;
+void onSignal(int) {
+  if (g_server != nullptr) g_server->stop();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace megascale;
+  std::string host = "0.0.0.0";
+  int port = 29400;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--host" || a == "--port") && i + 1 < argc) {
+      if (a == "--host") host = argv[++i];
+      else port = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: megascale-store [--host ADDR] [--port PORT]  (secret: MEGASCALE_JOB_SECRET or generated)\n");
+      return a == "-h" || a == "--help" ? 0 : 2;
+    }
+  }
+  std::string secret;
+  const char* hex = std::getenv("MEGASCALE_JOB_SECRET");
+  if (hex != nullptr) {
+    if (!fromHex(hex, &secret) || secret.size() < 16) {
+      std::fprintf(stderr, "megascale-store: MEGASCALE_JOB_SECRET must be at least 16 bytes of hex\n");
+      return 2;
+    }
+  } else {
+    secret.resize(32);
+    randomBytes(secret.data(), secret.size());
+    std::printf("MEGASCALE_JOB_SECRET=%s\n", toHex(secret.data(), secret.size()).c_str());
+  }
+  try {
+    TcpStoreServer::Options options;
+    options.host = host;
+    options.port = port;
+    options.secret = secret;
+    TcpStoreServer server(options);
+    g_server = &server;
+    signal(SIGINT, onSignal);
+    signal(SIGTERM, onSignal);
+    std::printf("megascale-store listening on %s:%d\n", host.c_str(), server.port());
+    std::fflush(stdout);
+    server.run();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "megascale-store: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
