@@ -39,9 +39,7 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
 
 std::string resolveTransportName(const std::string& requested, int nranks, int local_size) {
   if (requested != "auto") return requested;
-  (void)nranks;
-  (void)local_size;
-  return "tcp";  // shm joins here once it lands
+  return local_size == nranks ? "shm" : "tcp";
 }
 
 std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank, int nranks,

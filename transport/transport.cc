@@ -1,5 +1,6 @@
 #include "transport/transport.h"
 
+#include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace megascale::transport {
@@ -27,6 +28,7 @@ Status Transport::registerMemory(void* data, size_t size, PointerKind kind, Memo
 
 std::unique_ptr<Transport> createTransport(const std::string& name, const TransportOptions& options) {
   if (name == "tcp") return std::make_unique<TcpTransport>(options);
+  if (name == "shm") return std::make_unique<ShmTransport>(options);
   throw Error(ErrorCode::kInvalidArgument, "unknown transport '" + name + "' (expected tcp or shm)");
 }
 

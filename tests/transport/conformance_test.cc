@@ -269,7 +269,7 @@ TEST_P(TransportSuite, PeerDeathMidTransferIsAnErrorWithinTheTimeout) {
   close(ready_pipe[0]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, TransportSuite, ::testing::Values("tcp"),
+INSTANTIATE_TEST_SUITE_P(Transports, TransportSuite, ::testing::Values("tcp", "shm"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "transport/request_pool.h"
 #include "transport/tcp/tcp_wire.h"
 
 namespace megascale::transport {
@@ -51,13 +52,7 @@ Status TcpSendComm::isend(const void* data, size_t size, uint32_t tag, const Mem
   *request = nullptr;
   if (!error_.isOk()) return error_;
   if (data == nullptr && size > 0) return Status(ErrorCode::kInvalidArgument, "tcp isend: null buffer");
-  SendRequest* slot = nullptr;
-  for (SendRequest& r : pool_) {
-    if (!r.in_use) {
-      slot = &r;
-      break;
-    }
-  }
+  SendRequest* slot = freeSlot(pool_);
   if (slot == nullptr) return Status::ok();  // all slots busy: the caller retries after test()
   slot->data = static_cast<const uint8_t*>(data);
   slot->size = size;
@@ -132,28 +127,9 @@ Status TcpRecvComm::irecv(int n, void* const* data, const size_t* sizes, const u
                           const MemoryRegion* const*, Request** request) {
   *request = nullptr;
   if (!error_.isOk()) return error_;
-  if (n < 1 || n > kMaxRecvs) {
-    return Status(ErrorCode::kInvalidArgument, "tcp irecv: " + std::to_string(n) + " buffers (1.." +
-                                                   std::to_string(kMaxRecvs) + " allowed)");
-  }
-  RecvRequest* slot = nullptr;
-  for (RecvRequest& r : pool_) {
-    if (!r.in_use) {
-      slot = &r;
-      break;
-    }
-  }
+  RecvRequest* slot = freeSlot(pool_);
   if (slot == nullptr) return Status::ok();
-  slot->n = n;
-  for (int i = 0; i < n; ++i) {
-    if (data[i] == nullptr && sizes[i] > 0) return Status(ErrorCode::kInvalidArgument, "tcp irecv: null buffer");
-    slot->data[i] = static_cast<uint8_t*>(data[i]);
-    slot->capacity[i] = sizes[i];
-    slot->tags[i] = tags != nullptr ? tags[i] : 0;
-    slot->sizes[i] = 0;
-    slot->matched[i] = false;
-  }
-  slot->messages_left = n;
+  MSC_RETURN_IF_ERROR(slot->posted.post(n, data, sizes, tags));
   slot->done = false;
   slot->in_use = true;
   for (int i = 0; i < n; ++i) {
@@ -169,22 +145,9 @@ Status TcpRecvComm::irecv(int n, void* const* data, const size_t* sizes, const u
 Status TcpRecvComm::matchHeader(Message& m) {
   uint32_t tag;
   tcp_wire::decodeHeader(m.header, &tag, &m.size);
-  RecvRequest* r = m.request;
-  for (int i = 0; i < r->n; ++i) {
-    if (r->matched[i] || r->tags[i] != tag) continue;
-    if (m.size > r->capacity[i]) {
-      return Status(ErrorCode::kMismatch, "message of " + std::to_string(m.size) + " bytes (tag " +
-                                              std::to_string(tag) + ") does not fit the " +
-                                              std::to_string(r->capacity[i]) + "-byte receive buffer");
-    }
-    r->matched[i] = true;
-    r->sizes[i] = m.size;
-    m.sub = i;
-    m.parts = tcp_wire::partsFor(m.size, static_cast<int>(sockets_.size()), stripe_min_);
-    return Status::ok();
-  }
-  return Status(ErrorCode::kMismatch, "message with tag " + std::to_string(tag) +
-                                          " matches no posted receive (operations out of order across ranks?)");
+  MSC_RETURN_IF_ERROR(m.request->posted.match(tag, m.size, &m.sub));
+  m.parts = tcp_wire::partsFor(m.size, static_cast<int>(sockets_.size()), stripe_min_);
+  return Status::ok();
 }
 
 Status TcpRecvComm::progressSocket(int index) {
@@ -204,10 +167,10 @@ Status TcpRecvComm::progressSocket(int index) {
     tcp_wire::partExtent(m.size, m.parts, index, &begin, &end);
     size_t head = index == 0 ? tcp_wire::kHeaderBytes : 0;
     size_t got = c.offset - head;
-    MSC_RETURN_IF_ERROR(recvSome(fd, m.request->data[m.sub] + begin, end - begin, &got));
+    MSC_RETURN_IF_ERROR(recvSome(fd, m.request->posted.data[m.sub] + begin, end - begin, &got));
     c.offset = head + got;
     if (got < end - begin) return Status::ok();
-    if (--m.sockets_left == 0 && --m.request->messages_left == 0) m.request->done = true;
+    if (--m.sockets_left == 0 && --m.request->posted.messages_left == 0) m.request->done = true;
     ++c.seq;
     c.offset = 0;
   }
@@ -234,9 +197,7 @@ Status TcpRecvComm::test(Request* request, bool* done, size_t* sizes) {
   MSC_RETURN_IF_ERROR(progress());
   if (r->done) {
     *done = true;
-    if (sizes != nullptr) {
-      for (int i = 0; i < r->n; ++i) sizes[i] = r->sizes[i];
-    }
+    if (sizes != nullptr) r->posted.copySizes(sizes);
     r->in_use = false;
   }
   return Status::ok();

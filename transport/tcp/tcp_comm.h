@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/socket.h"
+#include "transport/posted_receive.h"
 #include "transport/transport.h"
 
 namespace megascale::transport {
@@ -55,13 +56,7 @@ class TcpRecvComm : public RecvComm {
 
  private:
   struct RecvRequest : Request {
-    int n = 0;
-    uint8_t* data[kMaxRecvs];
-    size_t capacity[kMaxRecvs];
-    uint32_t tags[kMaxRecvs];
-    size_t sizes[kMaxRecvs];
-    bool matched[kMaxRecvs];
-    int messages_left = 0;
+    PostedReceive posted;
     bool done = false;
     bool in_use = false;
   };
