@@ -170,26 +170,10 @@ void check(mscResult_t r, const char* what) {
   }
 }
 
-void storeValue(mscDataType_t type, void* buf, size_t i, double v) {
-  switch (type) {
-    case mscInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
-    case mscUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    case mscInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); break;
-    case mscUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(static_cast<int64_t>(v)); break;
-    case mscInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case mscUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(static_cast<int64_t>(v)); break;
-    case mscFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case mscFloat64: static_cast<double*>(buf)[i] = v; break;
-    case mscFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
-    case mscBfloat16: static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v)); break;
-    default: break;
-  }
-}
-
 // The expected element as the library must produce it: the exact reduction stored in the type, then for avg
 // the same single division the library does.
 void storeExpected(mscDataType_t type, mscRedOp_t op, void* buf, size_t i, double v, int nranks) {
-  storeValue(type, buf, i, v);
+  storeAsType(type, buf, i, v);
   if (op == mscAvg) finishAverage(type, static_cast<uint8_t*>(buf) + i * dtypeSize(type), 1, nranks);
 }
 
@@ -219,7 +203,7 @@ double measure(const CollectiveTest& test, const Options& o, const Geometry& g, 
   uint8_t* send = in_place ? base + g.in_place_send_offset * es : b.send.data();
   std::vector<uint8_t>& cleared = in_place ? b.in_place : b.recv;
   auto fill = [&](int seed) {
-    for (size_t i = 0; i < g.send_count; ++i) storeValue(type, send, i, inputValue(rank, i, seed, op));
+    for (size_t i = 0; i < g.send_count; ++i) storeAsType(type, send, i, inputValue(rank, i, seed, op));
   };
   fill(0);
   for (int w = 0; w < o.warmup; ++w) check(test.run(send, recv, g, type, op, root, comm), test.name);

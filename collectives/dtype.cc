@@ -47,4 +47,21 @@ bool parseOp(const std::string& name, mscRedOp_t* op) {
   return false;
 }
 
+void storeAsType(mscDataType_t type, void* buf, size_t i, double v) {
+  auto integer = static_cast<int64_t>(v);
+  switch (type) {
+    case mscInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(integer); break;
+    case mscUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(integer); break;
+    case mscInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(integer); break;
+    case mscUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(integer); break;
+    case mscInt64: static_cast<int64_t*>(buf)[i] = integer; break;
+    case mscUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(integer); break;
+    case mscFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case mscFloat64: static_cast<double*>(buf)[i] = v; break;
+    case mscFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
+    case mscBfloat16: static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
 }  // namespace megascale

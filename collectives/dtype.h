@@ -19,6 +19,10 @@ bool validOp(int op);
 bool parseDtype(const std::string& name, mscDataType_t* type);
 bool parseOp(const std::string& name, mscRedOp_t* op);
 
+/// Writes v, converted to `type` (integers wrap as C++ conversions do), into element `index` of buf.
+/// Used by tests and benchmarks to build inputs and expected outputs in any dtype.
+void storeAsType(mscDataType_t type, void* buf, size_t index, double v);
+
 /// IEEE binary16 and bfloat16 <-> binary32, round to nearest even.
 inline float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;

@@ -1,0 +1,150 @@
+// Runs under megascale-run: every collective x dtype x op x in/out-of-place x awkward counts through the
+// C API, each result compared bit for bit with the exact answer. Exits non-zero, naming the first failures,
+// if any rank saw a wrong element. Inputs are small integers, so every sum, product, min and max is exact
+// in every dtype whatever the reduction order.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectives/dtype.h"
+#include "collectives/reduce_kernels.h"
+#include "megascale/megascale.h"
+
+namespace {
+
+using namespace megascale;
+
+int g_rank = 0, g_size = 1;
+long g_failures = 0, g_checked = 0;
+
+void check(mscResult_t r, const std::string& what) {
+  if (r != mscSuccess) {
+    std::fprintf(stderr, "rank %d: %s failed: %s: %s\n", g_rank, what.c_str(), mscGetErrorString(r), mscGetLastError());
+    std::exit(1);
+  }
+}
+
+double input(int rank, size_t i, mscRedOp_t op) {
+  if (op == mscProd) return (i + static_cast<size_t>(rank)) % 8 == 0 ? 2.0 : 1.0;
+  return static_cast<double>((i * 7 + static_cast<size_t>(rank) * 3) % 8);
+}
+
+double reduced(size_t i, mscRedOp_t op) {
+  double acc = input(0, i, op);
+  for (int r = 1; r < g_size; ++r) {
+    double v = input(r, i, op);
+    acc = op == mscProd ? acc * v : op == mscMax ? std::max(acc, v) : op == mscMin ? std::min(acc, v) : acc + v;
+  }
+  return acc;
+}
+
+struct Case {
+  std::string name;
+  size_t send_count, recv_count;
+  size_t in_place_count, in_place_send, in_place_recv;  // one-buffer layout when in place
+  bool reduces;
+  std::function<mscResult_t(const void*, void*, mscDataType_t, mscRedOp_t, mscComm_t)> run;
+  // Expected value of receive element i; false if the element is not defined on this rank.
+  std::function<bool(size_t i, mscRedOp_t op, double* v)> expected;
+};
+
+void runCase(const Case& c, mscDataType_t type, mscRedOp_t op, bool in_place, size_t count, mscComm_t comm) {
+  size_t es = dtypeSize(type);
+  std::vector<uint8_t> send(std::max<size_t>(c.send_count, 1) * es), recv(std::max<size_t>(c.recv_count, 1) * es, 0xA5),
+      one(std::max<size_t>(c.in_place_count, 1) * es, 0xA5), want(es);
+  uint8_t* s = in_place ? one.data() + c.in_place_send * es : send.data();
+  uint8_t* r = in_place ? one.data() + c.in_place_recv * es : recv.data();
+  for (size_t i = 0; i < c.send_count; ++i) storeAsType(type, s, i, input(g_rank, i, op));
+  std::string what = c.name + " " + dtypeName(type) + " " + opName(op) + (in_place ? " in-place" : " out-of-place") +
+                     " count " + std::to_string(count);
+  check(c.run(s, r, type, op, comm), what);
+  check(mscCommSynchronize(comm), what);
+  long wrong = 0;
+  for (size_t i = 0; i < c.recv_count; ++i) {
+    double v;
+    if (!c.expected(i, op, &v)) continue;
+    storeAsType(type, want.data(), 0, v);
+    if (op == mscAvg) finishAverage(type, want.data(), 1, g_size);
+    ++g_checked;
+    if (std::memcmp(want.data(), r + i * es, es) != 0) {
+      if (++wrong <= 3) std::fprintf(stderr, "rank %d: %s: element %zu wrong (expected %g)\n", g_rank, what.c_str(), i, v);
+    }
+  }
+  g_failures += wrong;
+}
+
+std::vector<Case> casesFor(size_t count) {
+  const size_t n = static_cast<size_t>(g_size), me = static_cast<size_t>(g_rank);
+  const int root = static_cast<int>(count % n);
+  const int next = (g_rank + 1) % g_size, prev = (g_rank - 1 + g_size) % g_size;
+  return {
+      {"all_reduce", count, count, count, 0, 0, true,
+       [=](const void* s, void* r, mscDataType_t t, mscRedOp_t op, mscComm_t c) { return mscAllReduce(s, r, count, t, op, c); },
+       [=](size_t i, mscRedOp_t op, double* v) { return *v = reduced(i, op), true; }},
+      {"all_gather", count, count * n, count * n, count * me, 0, false,
+       [=](const void* s, void* r, mscDataType_t t, mscRedOp_t, mscComm_t c) { return mscAllGather(s, r, count, t, c); },
+       [=](size_t i, mscRedOp_t op, double* v) { return *v = input(static_cast<int>(i / count), i % count, op), true; }},
+      {"reduce_scatter", count * n, count, count * n, 0, count * me, true,
+       [=](const void* s, void* r, mscDataType_t t, mscRedOp_t op, mscComm_t c) { return mscReduceScatter(s, r, count, t, op, c); },
+       [=](size_t i, mscRedOp_t op, double* v) { return *v = reduced(count * me + i, op), true; }},
+      {"broadcast", count, count, count, 0, 0, false,
+       [=](const void* s, void* r, mscDataType_t t, mscRedOp_t, mscComm_t c) { return mscBroadcast(s, r, count, t, root, c); },
+       [=](size_t i, mscRedOp_t op, double* v) { return *v = input(root, i, op), true; }},
+      {"reduce", count, count, count, 0, 0, true,
+       [=](const void* s, void* r, mscDataType_t t, mscRedOp_t op, mscComm_t c) { return mscReduce(s, r, count, t, op, root, c); },
+       [=](size_t i, mscRedOp_t op, double* v) { return *v = reduced(i, op), g_rank == root; }},
+      {"alltoall", count * n, count * n, count * n, 0, 0, false,
+       [=](const void* s, void* r, mscDataType_t t, mscRedOp_t, mscComm_t c) { return mscAllToAll(s, r, count, t, c); },
+       [=](size_t i, mscRedOp_t op, double* v) { return *v = input(static_cast<int>(i / count), count * me + i % count, op), true; }},
+      {"sendrecv", count, count, 2 * count, 0, count, false,
+       [=](const void* s, void* r, mscDataType_t t, mscRedOp_t, mscComm_t c) {
+         if (g_size == 1) {
+           std::memmove(r, s, count * dtypeSize(t));
+           return mscSuccess;
+         }
+         mscGroupStart();
+         mscSend(s, count, t, next, c);
+         mscRecv(r, count, t, prev, c);
+         return mscGroupEnd();
+       },
+       [=](size_t i, mscRedOp_t op, double* v) { return *v = input(prev, i, op), true; }},
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<size_t> counts = {0, 1, 5, 1000, 70001};
+  if (argc > 1) {  // counts to test, for quick runs: collective_check 7 100
+    counts.clear();
+    for (int i = 1; i < argc; ++i) counts.push_back(std::strtoull(argv[i], nullptr, 10));
+  }
+  mscComm_t comm;
+  check(mscCommInitFromEnv(&comm), "init");
+  check(mscCommUserRank(comm, &g_rank), "rank");
+  check(mscCommCount(comm, &g_size), "count");
+  for (size_t count : counts) {
+    for (const Case& c : casesFor(count)) {
+      for (int t = 0; t < mscNumTypes; ++t) {
+        for (int op = 0; op < (c.reduces ? int(mscNumOps) : 1); ++op) {
+          for (bool in_place : {false, true}) {
+            runCase(c, static_cast<mscDataType_t>(t), static_cast<mscRedOp_t>(op), in_place, count, comm);
+          }
+        }
+      }
+    }
+    check(mscBarrier(comm), "barrier");
+  }
+  long total = 0;
+  check(mscAllReduce(&g_failures, &total, 1, mscInt64, mscSum, comm), "failure count");
+  check(mscCommSynchronize(comm), "failure count");
+  if (g_rank == 0) {
+    std::printf("collective_check: %d ranks, %ld elements checked on rank 0, %ld wrong over all ranks\n", g_size,
+                g_checked, total);
+  }
+  check(mscCommDestroy(comm), "destroy");
+  return total == 0 ? 0 : 1;
+}
