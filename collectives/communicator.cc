@@ -42,6 +42,19 @@ std::string resolveTransportName(const std::string& requested, int nranks, int l
   return local_size == nranks ? "shm" : "tcp";
 }
 
+// Every message of a collective carries a tag that hashes what the rank believes it is doing: the sequence
+// number, the collective, count, type, op, root and algorithm. Ranks that disagree on any of them (a count
+// that differs, collectives called in another order) fail with a tag mismatch instead of exchanging garbage.
+uint32_t collectiveTag(uint32_t seq, const ScheduleSpec& spec, mscDataType_t type, mscRedOp_t op) {
+  uint64_t fields[] = {seq, static_cast<uint64_t>(spec.collective), spec.count, static_cast<uint64_t>(type),
+                       static_cast<uint64_t>(op), static_cast<uint64_t>(spec.root), static_cast<uint64_t>(spec.algorithm)};
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (uint64_t f : fields) {
+    for (int b = 0; b < 8; ++b) h = (h ^ static_cast<uint8_t>(f >> (8 * b))) * 16777619u;
+  }
+  return h & ~kPointToPointTag;
+}
+
 std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank, int nranks,
                                                    CommunicatorOptions options) {
   if (nranks < 1) throw Error(ErrorCode::kInvalidArgument, "comm init: nranks " + std::to_string(nranks) + " < 1");
@@ -78,6 +91,7 @@ Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, st
       options_(std::move(options)),
       links_(std::move(links)),
       transport_name_(std::move(transport_name)) {
+  links_->setAbortFlag(&aborted_);
   worker_ = std::jthread([this](std::stop_token stop) { workerLoop(stop); });
 }
 
@@ -198,9 +212,13 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
     work->finish(broken);
     return work;
   }
-  uint32_t seq = next_sequence_++;
-  task.tag = (seq << 4) | static_cast<uint32_t>(task.spec.collective);
-  task.name += " #" + std::to_string(seq);
+  if (task.spec.collective == Collective::kSendRecv) {
+    task.tag = kPointToPointTag;  // only the pair takes part, so no communicator-wide sequence applies
+  } else {
+    uint32_t seq = next_sequence_++;
+    task.tag = collectiveTag(seq, task.spec, task.type, task.op);
+    task.name += " #" + std::to_string(seq);
+  }
   queue_.push_back(std::move(task));
   lock.unlock();
   queue_cv_.notify_all();
@@ -212,7 +230,15 @@ void Communicator::workerLoop(std::stop_token stop) {
     Task task;
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
-      if (!queue_cv_.wait(lock, stop, [&] { return !queue_.empty(); })) return;
+      // While idle, keep answering peers that connect to us, so they are not held up by our idleness.
+      while (!queue_cv_.wait_for(lock, stop, std::chrono::milliseconds(10), [&] { return !queue_.empty(); })) {
+        if (stop.stop_requested()) return;
+        if (!broken_.isOk()) continue;
+        lock.unlock();
+        Status s = links_->pollIncoming();
+        if (!s.isOk()) MSC_LOG_DEBUG("while idle: %s", s.message().c_str());
+        lock.lock();
+      }
       task = std::move(queue_.front());
       queue_.pop_front();
       ++running_;
@@ -230,7 +256,10 @@ void Communicator::workerLoop(std::stop_token stop) {
       } catch (const std::exception& e) {
         status = Status(ErrorCode::kInternal, task.name + ": rank " + std::to_string(rank_) + ": " + e.what());
       }
-      if (!status.isOk()) MSC_LOG_WARN("%s", status.message().c_str());
+      if (!status.isOk()) {
+        MSC_LOG_WARN("%s", status.message().c_str());
+        links_->closeAll();  // peers blocked on us fail now rather than at their timeout
+      }
     } else {
       status = Status(ErrorCode::kAborted, task.name + ": rank " + std::to_string(rank_) +
                                                ": communicator is broken by an earlier error: " + status.message());

@@ -120,6 +120,9 @@ class Communicator {
   std::jthread worker_;
 };
 
+constexpr uint32_t kPointToPointTag = 0x80000000u;
+uint32_t collectiveTag(uint32_t seq, const ScheduleSpec& spec, mscDataType_t type, mscRedOp_t op);
+
 /// "auto" resolves to shm when every rank is on this host (local_size == nranks), else tcp.
 std::string resolveTransportName(const std::string& requested, int nranks, int local_size);
 

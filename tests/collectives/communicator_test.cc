@@ -1,0 +1,222 @@
+// Communicators with ranks as threads of one process (Gloo's test style): bad input, ranks that disagree,
+// peers that hang or leave, abort, split. Every failure must be an error naming the rank, never a hang.
+#include "collectives/communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "collectives/bootstrap/tcp_store_server.h"
+
+namespace megascale {
+namespace {
+
+using namespace std::chrono_literals;
+
+class CommunicatorTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    id_ = UniqueId::generate("tcp://127.0.0.1:1");
+    TcpStoreServer::Options options;
+    options.host = "127.0.0.1";
+    options.secret = id_.secret;
+    server_ = std::make_unique<TcpStoreServer>(options);
+    id_.store_url = "tcp://127.0.0.1:" + std::to_string(server_->port());
+    server_->start();
+  }
+
+  CommunicatorOptions options(std::chrono::milliseconds timeout = 20s) {
+    CommunicatorOptions o;
+    o.timeout = timeout;
+    o.transport = GetParam();
+    o.transport_options.handshake_timeout_ms = static_cast<int>(timeout.count());
+    return o;
+  }
+
+  // Runs body(rank, comm) on n threads, one communicator each.
+  void runRanks(int n, const std::function<void(int, Communicator&)>& body, std::chrono::milliseconds timeout = 20s) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        auto comm = Communicator::create(id_, r, n, options(timeout));
+        body(r, *comm);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+
+  UniqueId id_;
+  std::unique_ptr<TcpStoreServer> server_;
+};
+
+TEST_P(CommunicatorTest, AllReduceAcrossThreads) {
+  runRanks(3, [](int rank, Communicator& comm) {
+    std::vector<float> in(1000, static_cast<float>(rank + 1)), out(1000);
+    ASSERT_TRUE(comm.allReduce(in.data(), out.data(), in.size(), mscFloat32, mscSum)->wait(20s).isOk());
+    EXPECT_EQ(out[0], 6.0f);
+    EXPECT_EQ(out[999], 6.0f);
+  });
+}
+
+TEST_P(CommunicatorTest, InvalidArgumentsAreErrorsNamingRankAndOperation) {
+  auto comm = Communicator::create(id_, 0, 1, options());
+  float buf[4] = {};
+  auto expectInvalid = [](const std::function<void()>& call, const char* fragment) {
+    try {
+      call();
+      ADD_FAILURE() << "no error for " << fragment;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expectInvalid([&] { comm->allReduce(nullptr, buf, 4, mscFloat32, mscSum); }, "null buffer");
+  expectInvalid([&] { comm->allReduce(buf, buf, 4, static_cast<mscDataType_t>(42), mscSum); }, "datatype");
+  expectInvalid([&] { comm->allReduce(buf, buf, 4, mscFloat32, static_cast<mscRedOp_t>(-1)); }, "op");
+  expectInvalid([&] { comm->broadcast(buf, buf, 4, mscFloat32, 1); }, "root 1");
+  expectInvalid([&] { comm->allGather(buf, buf, SIZE_MAX / 2, mscFloat32); }, "overflows");
+  expectInvalid([&] { comm->pointToPoint({{true, buf, 4, mscFloat32, 0}}); }, "peer is this rank");
+  EXPECT_TRUE(comm->allReduce(buf, buf, 4, mscFloat32, mscSum)->wait(5s).isOk());  // still usable
+}
+
+TEST_P(CommunicatorTest, InitRejectsBadRankAndSize) {
+  EXPECT_THROW(Communicator::create(id_, 2, 2, options()), Error);
+  EXPECT_THROW(Communicator::create(id_, -1, 2, options()), Error);
+  EXPECT_THROW(Communicator::create(id_, 0, 0, options()), Error);
+}
+
+TEST_P(CommunicatorTest, WrongSecretCannotJoin) {
+  UniqueId forged = id_;
+  forged.secret[3] ^= 0x10;
+  try {
+    Communicator::create(forged, 0, 2, options(2s));
+    FAIL() << "joined with a wrong secret";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAuthFailed) << e.what();
+  }
+}
+
+// The rank that detects the disagreement reports kMismatch; its peer then loses the connection.
+TEST_P(CommunicatorTest, CountsThatDifferAcrossRanksAreDetected) {
+  for (size_t other : {2000, 1001, 1000000}) {
+    std::atomic<int> mismatches{0};
+    SetUp();
+    runRanks(2, [&](int rank, Communicator& comm) {
+      std::vector<float> in(1000000, 1.0f), out(1000000);
+      size_t count = rank == 0 ? 1000 : other;
+      Status s = comm.allReduce(in.data(), out.data(), count, mscFloat32, mscSum)->wait(20s);
+      EXPECT_FALSE(s.isOk()) << "rank " << rank << " accepted counts 1000 vs " << other;
+      EXPECT_NE(s.message().find("rank " + std::to_string(rank)), std::string::npos) << s.message();
+      if (s.code() == ErrorCode::kMismatch) ++mismatches;
+    }, 3s);
+    EXPECT_GE(mismatches.load(), 1) << "counts 1000 vs " << other;
+  }
+}
+
+TEST_P(CommunicatorTest, DifferentCollectivesAcrossRanksAreDetected) {
+  runRanks(2, [](int rank, Communicator& comm) {
+    std::vector<float> in(64, 1.0f), out(128);
+    auto work = rank == 0 ? comm.allReduce(in.data(), out.data(), 64, mscFloat32, mscSum)
+                          : comm.broadcast(in.data(), out.data(), 64, mscFloat32, 0);
+    Status s = work->wait(20s);
+    EXPECT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find("rank " + std::to_string(rank)), std::string::npos) << s.message();
+  }, 2s);
+}
+
+TEST_P(CommunicatorTest, HungPeerTimesOutNamingIt) {
+  std::atomic<bool> done{false};
+  runRanks(2, [&](int rank, Communicator& comm) {
+    if (rank == 1) {  // alive, connected, but never joins the collective
+      while (!done) std::this_thread::sleep_for(10ms);
+      return;
+    }
+    std::vector<float> buf(16, 1.0f);
+    auto start = Clock::now();
+    Status s = comm.allReduce(buf.data(), buf.data(), 16, mscFloat32, mscSum)->wait(20s);
+    done = true;
+    EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.message();
+    EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
+    EXPECT_LT(Clock::now() - start, 5s);
+  }, 500ms);
+}
+
+TEST_P(CommunicatorTest, DepartedPeerIsAnErrorNotAHang) {
+  std::vector<std::thread> threads;
+  auto comm0 = Communicator::create(id_, 0, 2, options(3s));
+  { auto comm1 = Communicator::create(id_, 1, 2, options(3s)); }  // joins, then leaves for good
+  std::vector<float> buf(1 << 16, 1.0f);
+  auto start = Clock::now();
+  Status s = comm0->allReduce(buf.data(), buf.data(), buf.size(), mscFloat32, mscSum)->wait(30s);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
+  EXPECT_LT(Clock::now() - start, 10s);
+}
+
+TEST_P(CommunicatorTest, AbortFailsRunningAndQueuedWorkAtOnce) {
+  auto comm0 = Communicator::create(id_, 0, 2, options(60s));
+  auto comm1 = Communicator::create(id_, 1, 2, options(60s));  // never calls anything
+  float buf[4] = {};
+  auto running = comm0->allReduce(buf, buf, 4, mscFloat32, mscSum);
+  auto queued = comm0->barrier();
+  std::this_thread::sleep_for(100ms);
+  auto start = Clock::now();
+  comm0->abort();
+  EXPECT_EQ(running->wait(5s).code(), ErrorCode::kAborted);
+  EXPECT_EQ(queued->wait(5s).code(), ErrorCode::kAborted);
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(comm0->asyncError().code(), ErrorCode::kAborted);
+  auto later = comm0->barrier();  // a broken communicator fails new work fast
+  EXPECT_TRUE(later->test());
+  EXPECT_EQ(later->status().code(), ErrorCode::kAborted);
+}
+
+TEST_P(CommunicatorTest, WorkWaitTimesOutWhileRunning) {
+  auto comm0 = Communicator::create(id_, 0, 2, options(60s));
+  auto comm1 = Communicator::create(id_, 1, 2, options(60s));
+  float buf[4] = {};
+  auto work = comm0->allReduce(buf, buf, 4, mscFloat32, mscSum);
+  EXPECT_EQ(work->wait(20ms).code(), ErrorCode::kTimeout);
+  EXPECT_FALSE(work->test());
+  EXPECT_TRUE(comm1->allReduce(buf, buf, 4, mscFloat32, mscSum)->wait(20s).isOk());
+  EXPECT_TRUE(work->wait(20s).isOk());
+}
+
+TEST_P(CommunicatorTest, SplitGroupsByColorAndOrdersByKey) {
+  runRanks(5, [](int rank, Communicator& comm) {
+    int color = rank == 4 ? MSC_SPLIT_NOCOLOR : rank % 2;
+    auto sub = comm.split(color, -rank);  // descending key: the highest old rank becomes rank 0
+    if (rank == 4) {
+      EXPECT_EQ(sub, nullptr);
+      return;
+    }
+    ASSERT_NE(sub, nullptr);
+    EXPECT_EQ(sub->size(), 2);
+    EXPECT_EQ(sub->rank(), rank >= 2 ? 0 : 1);
+    int32_t mine = rank, sum = 0;
+    ASSERT_TRUE(sub->allReduce(&mine, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
+    EXPECT_EQ(sum, rank % 2 == 0 ? 0 + 2 : 1 + 3);
+  });
+}
+
+TEST_P(CommunicatorTest, GroupedSendRecvRingDoesNotDeadlock) {
+  runRanks(4, [](int rank, Communicator& comm) {
+    std::vector<int64_t> out(300000, rank), in(300000, -1);  // larger than socket buffers
+    int next = (rank + 1) % 4, prev = (rank + 3) % 4;
+    Status s = comm.pointToPoint({{true, out.data(), out.size(), mscInt64, next},
+                                  {false, in.data(), in.size(), mscInt64, prev}})->wait(20s);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    EXPECT_EQ(in.front(), prev);
+    EXPECT_EQ(in.back(), prev);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorTest, ::testing::Values("tcp", "shm"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace megascale
