@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libhiredis-dev redis-server
-  iproute2 procps
+  iproute2 procps python3
 )
 
 missing=()

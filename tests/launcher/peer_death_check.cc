@@ -1,0 +1,42 @@
+// Rank 1 kills itself while an all-reduce of 256 MiB is in flight; rank 0 must see the operation fail with
+// a remote error (within MEGASCALE_TIMEOUT_MS at worst) and say so.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "megascale/megascale.h"
+
+int main() {
+  signal(SIGTERM, SIG_IGN);  // outlive the launcher's stop request long enough to report
+  mscComm_t comm;
+  if (mscCommInitFromEnv(&comm) != mscSuccess) return 1;
+  int rank;
+  mscCommUserRank(comm, &rank);
+  std::vector<float> buf(64 << 20, 1.0f);
+  if (rank == 1) {
+    std::thread killer([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      raise(SIGKILL);
+    });
+    mscAllReduce(buf.data(), buf.data(), buf.size(), mscFloat32, mscSum, comm);
+    mscCommSynchronize(comm);
+    killer.join();
+    return 0;
+  }
+  auto start = std::chrono::steady_clock::now();
+  mscResult_t r = mscAllReduce(buf.data(), buf.data(), buf.size(), mscFloat32, mscSum, comm);
+  if (r == mscSuccess) r = mscCommSynchronize(comm);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r == mscRemoteError || r == mscTimeout) {
+    std::printf("rank 0 detected the lost peer after %.2f s: %s\n", seconds, mscGetLastError());
+    std::fflush(stdout);
+    mscCommAbort(comm);
+    return 0;
+  }
+  std::printf("rank 0 got %s instead of an error\n", mscGetErrorString(r));
+  return 1;
+}
