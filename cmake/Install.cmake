@@ -15,5 +15,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/megascaleConfigVersion.cm
 install(FILES ${PROJECT_BINARY_DIR}/megascaleConfig.cmake ${PROJECT_BINARY_DIR}/megascaleConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/megascale)
 
+file(RELATIVE_PATH MEGASCALE_PC_PREFIX_FROM_PCDIR "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/megascale.pc.in ${PROJECT_BINARY_DIR}/megascale.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/megascale.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
