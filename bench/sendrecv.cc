@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
         mscCommUserRank(comm, &rank);
         mscCommCount(comm, &n);
         if (n == 1) {  // a rank sending to itself: a copy
-          std::memcpy(r, s, g.count * megascale::dtypeSize(t));
+          if (g.count > 0) std::memcpy(r, s, g.count * megascale::dtypeSize(t));
           return mscSuccess;
         }
         mscGroupStart();

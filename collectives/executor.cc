@@ -120,7 +120,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
     }
     for (const Step& step : phase.local) {
       if (step.kind == Step::kCopy) {
-        if (at(step.a) != at(step.dst)) std::memmove(at(step.dst), at(step.a), step.a.count * es);
+        if (step.a.count > 0 && at(step.a) != at(step.dst)) std::memmove(at(step.dst), at(step.a), step.a.count * es);
       } else {
         reduceElements(type, op, at(step.dst), at(step.a), at(step.b), step.dst.count);
       }

@@ -33,17 +33,16 @@ class RedisStore : public Store {
     std::string last_error;
     while (true) {
       timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-      ctx_ = redisConnectWithTimeout(address.host.c_str(), address.port, tv);
-      if (ctx_ != nullptr && ctx_->err == 0) break;
-      last_error = ctx_ != nullptr ? ctx_->errstr : "out of memory";
-      if (ctx_ != nullptr) redisFree(ctx_);
-      ctx_ = nullptr;
+      ctx_.reset(redisConnectWithTimeout(address.host.c_str(), address.port, tv));
+      if (ctx_ && ctx_->err == 0) break;
+      last_error = ctx_ ? ctx_->errstr : "out of memory";
+      ctx_.reset();
       if (Clock::now() >= deadline) {
         throw Error(ErrorCode::kTimeout, who_ + ": store " + url_ + ": cannot connect: " + last_error);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    redisSetTimeout(ctx_, timeval{static_cast<time_t>(timeout.count() / 1000),
+    redisSetTimeout(ctx_.get(), timeval{static_cast<time_t>(timeout.count() / 1000),
                                   static_cast<suseconds_t>((timeout.count() % 1000) * 1000)});
     std::string password = redisPasswordFor(id);
     Reply auth = command("auth", "", {"AUTH", password});
@@ -51,9 +50,6 @@ class RedisStore : public Store {
       throw Error(ErrorCode::kAuthFailed, who_ + ": store " + url_ + " refused authentication: " +
                                               std::string(auth->str, auth->len) + " (wrong job secret?)");
     }
-  }
-  ~RedisStore() override {
-    if (ctx_ != nullptr) redisFree(ctx_);
   }
 
   void set(const std::string& key, const std::string& value) override {
@@ -130,7 +126,7 @@ class RedisStore : public Store {
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
-    auto* raw = static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    auto* raw = static_cast<redisReply*>(redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data()));
     if (raw == nullptr) {
       ErrorCode code = ctx_->err == REDIS_ERR_IO && errno == EAGAIN ? ErrorCode::kTimeout : ErrorCode::kPeerLost;
       fail(code, op, key, std::string("redis connection failed: ") + ctx_->errstr);
@@ -161,7 +157,10 @@ class RedisStore : public Store {
   std::string who_;
   std::chrono::milliseconds timeout_;
   std::mutex mutex_;
-  redisContext* ctx_ = nullptr;
+  struct ContextDeleter {
+    void operator()(redisContext* c) const { redisFree(c); }
+  };
+  std::unique_ptr<redisContext, ContextDeleter> ctx_;  // freed even when the constructor throws
 };
 
 }  // namespace

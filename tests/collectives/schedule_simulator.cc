@@ -130,13 +130,13 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
                                 ", got " + std::to_string(m.bytes.size()));
           break;
         }
-        std::memcpy(pointer(r, s.dst), m.bytes.data(), m.bytes.size());
+        if (!m.bytes.empty()) std::memcpy(pointer(r, s.dst), m.bytes.data(), m.bytes.size());
         for (int q = 0; q < n; ++q) if (m.heard[q]) result.heard_from[r][q] = true;
       }
       for (const Step& s : ph.local) {
         if (s.kind == Step::kCopy) {
           if (s.a.count != s.dst.count) fail(r, st.phase, "copy of different sizes");
-          if (pointer(r, s.a) != pointer(r, s.dst)) std::memmove(pointer(r, s.dst), pointer(r, s.a), s.a.count * es);
+          if (s.a.count > 0 && pointer(r, s.a) != pointer(r, s.dst)) std::memmove(pointer(r, s.dst), pointer(r, s.a), s.a.count * es);
         } else {
           if (s.a.count != s.dst.count || s.b.count != s.dst.count) fail(r, st.phase, "reduce of different sizes");
           reduceElements(type, op, pointer(r, s.dst), pointer(r, s.a), pointer(r, s.b), s.dst.count);

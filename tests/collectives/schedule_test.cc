@@ -45,10 +45,12 @@ std::string runCase(const Case& c, int n, size_t count, int root, bool in_place,
       size_t at = c.collective == Collective::kAllGather ? count * r : 0;
       std::copy(input.begin(), input.end(), output.begin() + at);
     }
-    buffers[r].input.resize(input.size() * 8);
-    std::memcpy(buffers[r].input.data(), input.data(), buffers[r].input.size());
-    buffers[r].output.resize(output.size() * 8);
-    std::memcpy(buffers[r].output.data(), output.data(), buffers[r].output.size());
+    auto bytes = [](const std::vector<int64_t>& v) {
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
+      return std::vector<uint8_t>(p, p + v.size() * sizeof(int64_t));
+    };
+    buffers[r].input = bytes(input);
+    buffers[r].output = bytes(output);
   }
   auto sim = testing::simulate(spec, mscInt64, op, buffers);
   if (!sim.ok) return sim.error;

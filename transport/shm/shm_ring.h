@@ -43,6 +43,7 @@ class Ring {
 
   /// Producer: copies up to size bytes in; returns how many fitted.
   size_t write(const uint8_t* src, size_t size) {
+    if (size == 0) return 0;  // src may be null for an empty message
     uint64_t head = header_->head.load(std::memory_order_relaxed);
     uint64_t tail = header_->tail.load(std::memory_order_acquire);
     size_t n = std::min<uint64_t>(size, header_->capacity - (head - tail));
@@ -61,6 +62,7 @@ class Ring {
   }
   /// Consumer: copies up to size bytes out; returns how many.
   size_t read(uint8_t* dst, size_t size) {
+    if (size == 0) return 0;
     uint64_t tail = header_->tail.load(std::memory_order_relaxed);
     size_t n = std::min<uint64_t>(size, header_->head.load(std::memory_order_acquire) - tail);
     copyOut(tail, dst, n);
