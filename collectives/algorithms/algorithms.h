@@ -33,4 +33,12 @@ inline Step reduce(Slice a, Slice b, Slice to) { return Step{Step::kReduce, -1, 
 /// the pointers are equal).
 inline Phase copyPhase(Slice from, Slice to) { return Phase{{}, {copy(from, to)}}; }
 
+/// The whole schedule of a one-rank reduction: the result is the input.
+inline Schedule singleRankReduction(size_t count) {
+  Schedule s;
+  s.result = out(0, count);
+  s.phases.push_back(copyPhase(in(0, count), out(0, count)));
+  return s;
+}
+
 }  // namespace megascale::algorithms

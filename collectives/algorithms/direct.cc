@@ -8,12 +8,9 @@ namespace megascale::algorithms {
 Schedule directAllReduce(const ScheduleSpec& spec) {
   const int n = spec.nranks, r = spec.rank;
   const size_t c = spec.count;
+  if (n == 1) return singleRankReduction(c);
   Schedule s;
   s.result = out(0, c);
-  if (n == 1) {
-    s.phases.push_back(copyPhase(in(0, c), out(0, c)));
-    return s;
-  }
   // Scratch holds every rank's vector at its rank's position; this rank's own slot is never written.
   s.scratch_count = c * static_cast<size_t>(n);
   Phase exchange;

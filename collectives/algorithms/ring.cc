@@ -14,12 +14,9 @@ int mod(int a, int n) { return ((a % n) + n) % n; }
 // steps rank r holds block r+1 complete; the second pass circulates the complete blocks.
 Schedule ringAllReduce(const ScheduleSpec& spec) {
   const int n = spec.nranks, r = spec.rank;
+  if (n == 1) return singleRankReduction(spec.count);
   Schedule s;
   s.result = out(0, spec.count);
-  if (n == 1) {
-    s.phases.push_back(copyPhase(in(0, spec.count), out(0, spec.count)));
-    return s;
-  }
   const int next = mod(r + 1, n), prev = mod(r - 1, n);
   s.scratch_count = blockOf(spec.count, n, 0).count;  // block 0 is the largest
   for (int step = 0; step < n - 1; ++step) {
@@ -61,12 +58,9 @@ Schedule ringAllGather(const ScheduleSpec& spec) {
 Schedule ringReduceScatter(const ScheduleSpec& spec) {
   const int n = spec.nranks, r = spec.rank;
   const size_t c = spec.count;
+  if (n == 1) return singleRankReduction(c);
   Schedule s;
   s.result = out(0, c);
-  if (n == 1) {
-    s.phases.push_back(copyPhase(in(0, c), out(0, c)));
-    return s;
-  }
   const int next = mod(r + 1, n), prev = mod(r - 1, n);
   s.scratch_count = 2 * c;  // [0, c): partial sum being passed on; [c, 2c): the one arriving
   for (int step = 0; step < n - 1; ++step) {

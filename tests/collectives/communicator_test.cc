@@ -178,11 +178,11 @@ TEST_P(CommunicatorTest, AbortFailsRunningAndQueuedWorkAtOnce) {
 TEST_P(CommunicatorTest, WorkWaitTimesOutWhileRunning) {
   auto comm0 = Communicator::create(id_, 0, 2, options(60s));
   auto comm1 = Communicator::create(id_, 1, 2, options(60s));
-  float buf[4] = {};
-  auto work = comm0->allReduce(buf, buf, 4, mscFloat32, mscSum);
+  float buf0[4] = {}, buf1[4] = {};  // each rank its own buffer: they run concurrently
+  auto work = comm0->allReduce(buf0, buf0, 4, mscFloat32, mscSum);
   EXPECT_EQ(work->wait(20ms).code(), ErrorCode::kTimeout);
   EXPECT_FALSE(work->test());
-  EXPECT_TRUE(comm1->allReduce(buf, buf, 4, mscFloat32, mscSum)->wait(20s).isOk());
+  EXPECT_TRUE(comm1->allReduce(buf1, buf1, 4, mscFloat32, mscSum)->wait(20s).isOk());
   EXPECT_TRUE(work->wait(20s).isOk());
 }
 

@@ -11,6 +11,15 @@ namespace megascale::transport {
 namespace {
 // Checking the socket costs a syscall: do it only after this many tests in a row that moved nothing.
 constexpr uint32_t kIdleTestsPerLivenessCheck = 64;
+// Counts tests that moved nothing and, every so often, asks the socket whether the peer is gone.
+bool peerGone(bool moved, uint32_t* idle_tests, int fd) {
+  if (moved) {
+    *idle_tests = 0;
+    return false;
+  }
+  return ++*idle_tests % kIdleTestsPerLivenessCheck == 0 && peerHungUp(fd);
+}
+
 }  // namespace
 
 RingMapping::~RingMapping() { munmap(base_, size_); }
@@ -88,13 +97,10 @@ Status ShmSendComm::test(Request* request, bool* done, size_t* size) {
     idle_tests_ = 0;
     return Status::ok();
   }
-  if (moved) {
-    idle_tests_ = 0;
-  } else if (++idle_tests_ % kIdleTestsPerLivenessCheck == 0 && peerHungUp(socket_.get())) {
+  if (peerGone(moved, &idle_tests_, socket_.get())) {
     error_ = Status(ErrorCode::kPeerLost, "shm send to " + peer_ + ": the receiving process exited");
-    return error_;
   }
-  return Status::ok();
+  return error_;
 }
 
 // ---------------------------------------------------------------------------------------------- recv side
@@ -190,16 +196,11 @@ Status ShmRecvComm::test(Request* request, bool* done, size_t* sizes) {
     idle_tests_ = 0;
     return Status::ok();
   }
-  if (moved) {
-    idle_tests_ = 0;
-  } else if (++idle_tests_ % kIdleTestsPerLivenessCheck == 0 && peerHungUp(socket_.get())) {
-    // The sender may have written everything and exited: only an empty ring after the hang-up is a loss.
-    if (mapping_->ring().available() == 0) {
-      error_ = Status(ErrorCode::kPeerLost, "shm recv from " + peer_ + ": the sending process exited");
-      return error_;
-    }
+  // The sender may have written everything and exited: only an empty ring after the hang-up is a loss.
+  if (peerGone(moved, &idle_tests_, socket_.get()) && mapping_->ring().available() == 0) {
+    error_ = Status(ErrorCode::kPeerLost, "shm recv from " + peer_ + ": the sending process exited");
   }
-  return Status::ok();
+  return error_;
 }
 
 }  // namespace megascale::transport
