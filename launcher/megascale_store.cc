@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "collectives/bootstrap/redis_store.h"
 #include "collectives/bootstrap/tcp_store_server.h"
 #include "common/hmac.h"
 
@@ -20,13 +21,19 @@ int main(int argc, char** argv) {
   using namespace megascale;
   std::string host = "0.0.0.0";
   int port = 29400;
+  bool print_redis_password = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--host" || a == "--port") && i + 1 < argc) {
+    if (a == "--print-redis-password") {
+      print_redis_password = true;
+    } else if ((a == "--host" || a == "--port") && i + 1 < argc) {
       if (a == "--host") host = argv[++i];
       else port = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: megascale-store [--host ADDR] [--port PORT]  (secret: MEGASCALE_JOB_SECRET or generated)\n");
+      std::fprintf(stderr,
+                   "usage: megascale-store [--host ADDR] [--port PORT]   serve a job's store\n"
+                   "       megascale-store --print-redis-password        the requirepass a redis:// store needs\n"
+                   "The job secret comes from MEGASCALE_JOB_SECRET (hex) or is generated and printed.\n");
       return a == "-h" || a == "--help" ? 0 : 2;
     }
   }
@@ -37,10 +44,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "megascale-store: MEGASCALE_JOB_SECRET must be at least 16 bytes of hex\n");
       return 2;
     }
+  } else if (print_redis_password) {
+    std::fprintf(stderr, "megascale-store: --print-redis-password needs MEGASCALE_JOB_SECRET\n");
+    return 2;
   } else {
     secret.resize(32);
     randomBytes(secret.data(), secret.size());
     std::printf("MEGASCALE_JOB_SECRET=%s\n", toHex(secret.data(), secret.size()).c_str());
+  }
+  if (print_redis_password) {
+    UniqueId id;
+    id.secret = secret;
+    std::printf("%s\n", redisPasswordFor(id).c_str());
+    return 0;
   }
   try {
     TcpStoreServer::Options options;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/bootstrap/store.h"
 #include "collectives/bootstrap/tcp_store_server.h"
 
 namespace megascale {
@@ -81,6 +82,19 @@ TEST_P(CommunicatorTest, InvalidArgumentsAreErrorsNamingRankAndOperation) {
   expectInvalid([&] { comm->allGather(buf, buf, SIZE_MAX / 2, mscFloat32); }, "overflows");
   expectInvalid([&] { comm->pointToPoint({{true, buf, 4, mscFloat32, 0}}); }, "peer is this rank");
   EXPECT_TRUE(comm->allReduce(buf, buf, 4, mscFloat32, mscSum)->wait(5s).isOk());  // still usable
+}
+
+// Init publishes this rank's address and returns: it neither waits for the other ranks nor reads their
+// addresses (that happens when a schedule first needs a peer).
+TEST_P(CommunicatorTest, InitHasNoBarrier) {
+  auto start = Clock::now();
+  auto lonely = Communicator::create(id_, 2, 64, options());
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(lonely->rank(), 2);
+  EXPECT_EQ(lonely->size(), 64);
+  auto store = connectStore(id_, "observer", 5s);
+  EXPECT_FALSE(store->get("world/addr/2", 1s).empty());
+  EXPECT_THROW(store->get("world/addr/0", 50ms), Error);  // nobody else has joined, and nobody waited for them
 }
 
 TEST_P(CommunicatorTest, InitRejectsBadRankAndSize) {
