@@ -37,7 +37,8 @@ typedef enum {
   mscMismatch = 8,     /// ranks disagree on the operation, count or type
   mscUnavailable = 9,
   mscInProgress = 10,  /// mscCommGetAsyncError: an operation is still running
-  mscNumResults = 11
+  mscNumResults = 11,
+  mscResultMaxEnum = 0x7fffffff
 } mscResult_t;
 
 /// Same numbering as ncclDataType_t.
@@ -52,11 +53,20 @@ typedef enum {
   mscFloat32 = 7,
   mscFloat64 = 8,
   mscBfloat16 = 9,
-  mscNumTypes = 10
+  mscNumTypes = 10,
+  mscDataTypeMaxEnum = 0x7fffffff  /// makes every int a valid value, so bad input is checked, not undefined
 } mscDataType_t;
 
 /// Same numbering as ncclRedOp_t.
-typedef enum { mscSum = 0, mscProd = 1, mscMax = 2, mscMin = 3, mscAvg = 4, mscNumOps = 5 } mscRedOp_t;
+typedef enum {
+  mscSum = 0,
+  mscProd = 1,
+  mscMax = 2,
+  mscMin = 3,
+  mscAvg = 4,
+  mscNumOps = 5,
+  mscRedOpMaxEnum = 0x7fffffff  /// every int is a valid value, so bad input is checked, not undefined
+} mscRedOp_t;
 
 /// Ordering: operations on one communicator complete in the order they were issued, like a stream.
 /// Calls return once the operation is queued; mscCommSynchronize waits for all of them (up to the
