@@ -146,6 +146,11 @@ Fd connectTcp(const sockaddr_in& addr, Deadline deadline, const std::string& wha
                         (code == ErrorCode::kTimeout ? " (gave up at the deadline; raise MEGASCALE_TIMEOUT_MS?)" : ""));
 }
 
+Status socketError(const char* call, int err) {
+  bool peer = err == EPIPE || err == ECONNRESET || err == ECONNABORTED || err == ETIMEDOUT;
+  return Status(peer ? ErrorCode::kPeerLost : ErrorCode::kSystem, std::string(call) + " failed: " + errnoText(err));
+}
+
 Status sendSome(int fd, const void* data, size_t size, size_t* done) {
   while (*done < size) {
     ssize_t n = ::send(fd, static_cast<const char*>(data) + *done, size - *done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -155,9 +160,7 @@ Status sendSome(int fd, const void* data, size_t size, size_t* done) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::ok();
-    int err = errno;
-    return Status(err == EPIPE || err == ECONNRESET ? ErrorCode::kPeerLost : ErrorCode::kSystem,
-                  "send failed: " + errnoText(err));
+    return socketError("send", errno);
   }
   return Status::ok();
 }
@@ -172,8 +175,7 @@ Status recvSome(int fd, void* data, size_t size, size_t* done) {
     if (n == 0) return Status(ErrorCode::kPeerLost, "connection closed by peer");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::ok();
-    int err = errno;
-    return Status(err == ECONNRESET ? ErrorCode::kPeerLost : ErrorCode::kSystem, "recv failed: " + errnoText(err));
+    return socketError("recv", errno);
   }
   return Status::ok();
 }

@@ -63,6 +63,9 @@ Fd connectTcp(const sockaddr_in& addr, Deadline deadline, const std::string& wha
 Status sendAll(int fd, const void* data, size_t size, Deadline deadline, const char* what);
 Status recvAll(int fd, void* data, size_t size, Deadline deadline, const char* what);
 
+/// The Status for a failed send()/recv() errno: kPeerLost when the peer reset or closed, else kSystem.
+Status socketError(const char* call, int err);
+
 /// One non-blocking step: moves as many bytes as the socket takes now. Advances *done. Returns an error on
 /// EOF or failure; never blocks.
 Status sendSome(int fd, const void* data, size_t size, size_t* done);

@@ -30,4 +30,27 @@ struct PostedReceive {
   }
 };
 
+/// A transport's receive request: one grouped receive and its completion.
+struct ReceiveSlot : Request {
+  PostedReceive posted;
+  bool done = false;
+  bool in_use = false;
+};
+
+/// Takes a free slot from the pool and posts the buffers into it; *slot is null when the pool is full.
+template <size_t N>
+Status claimReceiveSlot(ReceiveSlot (&pool)[N], int n, void* const* data, const size_t* sizes, const uint32_t* tags,
+                        ReceiveSlot** slot) {
+  *slot = nullptr;
+  for (ReceiveSlot& candidate : pool) {
+    if (candidate.in_use) continue;
+    MSC_RETURN_IF_ERROR(candidate.posted.post(n, data, sizes, tags));
+    candidate.done = false;
+    candidate.in_use = true;
+    *slot = &candidate;
+    break;
+  }
+  return Status::ok();
+}
+
 }  // namespace megascale::transport

@@ -113,11 +113,9 @@ Status ShmRecvComm::irecv(int n, void* const* data, const size_t* sizes, const u
                           Request** request) {
   *request = nullptr;
   if (!error_.isOk()) return error_;
-  RecvRequest* slot = freeSlot(pool_);
+  RecvRequest* slot;
+  MSC_RETURN_IF_ERROR(claimReceiveSlot(pool_, n, data, sizes, tags, &slot));
   if (slot == nullptr) return Status::ok();
-  MSC_RETURN_IF_ERROR(slot->posted.post(n, data, sizes, tags));
-  slot->done = false;
-  slot->in_use = true;
   for (int i = 0; i < n; ++i) {
     Message m{};
     m.request = slot;

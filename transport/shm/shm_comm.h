@@ -70,11 +70,7 @@ class ShmRecvComm : public RecvComm {
   uint64_t remoteId() const override { return remote_id_; }
 
  private:
-  struct RecvRequest : Request {
-    PostedReceive posted;
-    bool done = false;
-    bool in_use = false;
-  };
+  using RecvRequest = ReceiveSlot;
   struct Message {
     RecvRequest* request;
     bool have_record = false;

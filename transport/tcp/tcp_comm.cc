@@ -29,9 +29,7 @@ Status sendPieces(int fd, const uint8_t* head, size_t head_size, const uint8_t* 
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::ok();
-    int err = errno;
-    return Status(err == EPIPE || err == ECONNRESET ? ErrorCode::kPeerLost : ErrorCode::kSystem,
-                  "send failed: " + errnoText(err));
+    return socketError("send", errno);
   }
   return Status::ok();
 }
@@ -127,11 +125,9 @@ Status TcpRecvComm::irecv(int n, void* const* data, const size_t* sizes, const u
                           const MemoryRegion* const*, Request** request) {
   *request = nullptr;
   if (!error_.isOk()) return error_;
-  RecvRequest* slot = freeSlot(pool_);
-  if (slot == nullptr) return Status::ok();
-  MSC_RETURN_IF_ERROR(slot->posted.post(n, data, sizes, tags));
-  slot->done = false;
-  slot->in_use = true;
+  RecvRequest* slot;
+  MSC_RETURN_IF_ERROR(claimReceiveSlot(pool_, n, data, sizes, tags, &slot));
+  if (slot == nullptr) return Status::ok();  // all slots busy: the caller retries after test()
   for (int i = 0; i < n; ++i) {
     Message m{};
     m.request = slot;

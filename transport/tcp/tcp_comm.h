@@ -55,11 +55,7 @@ class TcpRecvComm : public RecvComm {
   uint64_t remoteId() const override { return remote_id_; }
 
  private:
-  struct RecvRequest : Request {
-    PostedReceive posted;
-    bool done = false;
-    bool in_use = false;
-  };
+  using RecvRequest = ReceiveSlot;
   struct Message {
     RecvRequest* request;
     int sub = -1;  // which buffer of the request it landed in, once its header is read
