@@ -378,7 +378,12 @@ int runPerfTest(const CollectiveTest& test, int argc, char** argv) {
     std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(errors), errors == 0 ? "OK" : "FAILED");
     std::printf("# Avg bus bandwidth    : %g %s\n#\n", avg_bw, bw_ok ? "" : "FAILED");
     std::printf("# Collective test concluded: %s\n", test.name);
+    std::fflush(stdout);
   }
+  // No rank leaves before rank 0 has printed the footer: a failing exit status would otherwise make the
+  // launcher stop rank 0 mid-report.
+  check(mscBarrier(comm), "final barrier");
+  check(mscCommSynchronize(comm), "final barrier");
   mscResult_t done = mscCommDestroy(comm);
   if (done != mscSuccess) {
     std::fprintf(stderr, "%s: destroy failed: %s\n", test.name, mscGetLastError());
