@@ -26,6 +26,8 @@ const std::vector<Knob>& knobs() {
       {"MEGASCALE_SHM_RING_BYTES", Type::kInt, "4194304", "bytes", "transport", "shared-memory ring size"},
       {"MEGASCALE_ALGO", Type::kString, "auto", "", "collectives",
        "all-reduce algorithm: auto, ring, rhd (recursive halving-doubling) or direct"},
+      {"MEGASCALE_KERNELS", Type::kString, "auto", "", "collectives",
+       "reduction kernels: auto (widest the CPU runs), avx512, avx2 or scalar"},
       {"MEGASCALE_UNIQUE_ID", Type::kString, "", "", "bootstrap",
        "the job's unique id (store URL, job id, secret); set by megascale-run"},
       {"MEGASCALE_RANK", Type::kInt, "-1", "", "bootstrap", "this process's rank; set by megascale-run"},

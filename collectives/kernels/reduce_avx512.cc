@@ -1,0 +1,21 @@
+// The avx512 kernel table: reduce_isa.inc compiled with this file's instruction-set flags (see CMakeLists).
+#include <cstddef>
+#include <cstdint>
+
+#include <immintrin.h>
+
+#include "collectives/kernels/half_float.h"
+#include "collectives/kernels/kernel_table.h"
+
+namespace megascale::kernels {
+
+namespace {
+#include "collectives/kernels/reduce_isa.inc"
+}  // namespace
+
+const KernelTable* avx512Table() {
+  static const KernelTable table = makeTable("avx512");
+  return &table;
+}
+
+}  // namespace megascale::kernels

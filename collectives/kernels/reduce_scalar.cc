@@ -1,0 +1,20 @@
+// The scalar kernel table: reduce_isa.inc compiled with this file's instruction-set flags (see CMakeLists).
+#include <cstddef>
+#include <cstdint>
+
+
+#include "collectives/kernels/half_float.h"
+#include "collectives/kernels/kernel_table.h"
+
+namespace megascale::kernels {
+
+namespace {
+#include "collectives/kernels/reduce_isa.inc"
+}  // namespace
+
+const KernelTable& scalarTable() {
+  static const KernelTable table = makeTable("scalar");
+  return table;
+}
+
+}  // namespace megascale::kernels

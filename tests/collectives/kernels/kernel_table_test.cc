@@ -1,0 +1,102 @@
+// Every SIMD table this CPU runs is bit-identical to the scalar reference, for every dtype and op, at odd
+// lengths, unaligned addresses and in place.
+#include "collectives/kernels/kernel_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "collectives/dtype.h"
+
+namespace megascale::kernels {
+namespace {
+
+std::vector<const KernelTable*> runnableTables() {
+  std::vector<const KernelTable*> tables;
+  for (const KernelTable* t : {avx2Table(), avx512Table()}) {
+    if (t != nullptr && cpuSupports(*t)) tables.push_back(t);
+  }
+  return tables;
+}
+
+// Random bit patterns for integers; for floats, finite values of varied magnitude (NaN payloads may differ
+// between conversions and are not part of the contract), including subnormals, zeros and infinities.
+void fillRandom(mscDataType_t type, std::vector<uint8_t>& buf, size_t n, std::mt19937_64& rng) {
+  buf.resize(n * dtypeSize(type) + 64);
+  std::uniform_real_distribution<double> mantissa(-2.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-30, 20);
+  for (size_t i = 0; i < n; ++i) {
+    bool is_float = type == mscFloat16 || type == mscBfloat16 || type == mscFloat32 || type == mscFloat64;
+    if (!is_float) {
+      uint64_t bits = rng();
+      std::memcpy(buf.data() + i * dtypeSize(type), &bits, dtypeSize(type));
+      continue;
+    }
+    double v = std::ldexp(mantissa(rng), exponent(rng));
+    if (i % 97 == 0) v = 0.0;
+    if (i % 89 == 0) v = -INFINITY;
+    if (i % 83 == 0) v = std::ldexp(1.0, -20);  // a half subnormal
+    storeAsType(type, buf.data(), i, v);
+  }
+}
+
+TEST(KernelTables, ScalarIsAlwaysThereAndActiveIsRunnable) {
+  EXPECT_STREQ(scalarTable().isa, "scalar");
+  EXPECT_TRUE(cpuSupports(scalarTable()));
+  EXPECT_TRUE(cpuSupports(activeTable()));
+  std::printf("active kernels: %s\n", activeTable().isa);
+}
+
+TEST(KernelTables, EverySimdTableMatchesScalarBitForBit) {
+  auto tables = runnableTables();
+  if (tables.empty()) GTEST_SKIP() << "this CPU runs no SIMD table";
+  std::mt19937_64 rng(42);
+  for (const KernelTable* table : tables) {
+    for (int t = 0; t < mscNumTypes; ++t) {
+      auto type = static_cast<mscDataType_t>(t);
+      size_t es = dtypeSize(type);
+      for (size_t n : {size_t(1), size_t(7), size_t(31), size_t(256), size_t(1000), size_t(4099)}) {
+        std::vector<uint8_t> a, b;
+        fillRandom(type, a, n, rng);
+        fillRandom(type, b, n, rng);
+        for (int op = 0; op < kOps; ++op) {
+          for (size_t misalign : {size_t(0), es}) {  // unaligned by one element
+            std::vector<uint8_t> want(n * es + 64), got(n * es + 64);
+            scalarTable().reduce[t][op](want.data() + misalign, a.data() + misalign, b.data() + misalign, n);
+            table->reduce[t][op](got.data() + misalign, a.data() + misalign, b.data() + misalign, n);
+            ASSERT_EQ(std::memcmp(want.data() + misalign, got.data() + misalign, n * es), 0)
+                << table->isa << " " << dtypeName(type) << " op " << op << " n " << n << " misalign " << misalign;
+          }
+          std::vector<uint8_t> in_place = a, reference = a;  // dst aliases a exactly
+          table->reduce[t][op](in_place.data(), in_place.data(), b.data(), n);
+          scalarTable().reduce[t][op](reference.data(), reference.data(), b.data(), n);
+          ASSERT_EQ(std::memcmp(in_place.data(), reference.data(), n * es), 0) << table->isa << " in place";
+        }
+        std::vector<uint8_t> d1 = a, d2 = a;
+        table->divide[t](d1.data(), n, 3);
+        scalarTable().divide[t](d2.data(), n, 3);
+        ASSERT_EQ(std::memcmp(d1.data(), d2.data(), n * es), 0) << table->isa << " divide " << dtypeName(type);
+      }
+    }
+  }
+}
+
+TEST(KernelTables, SixteenBitResultsRoundOnceToNearestEven) {
+  // 1 + 2^-11 is halfway between two halves; computing in float then rounding once gives the even one.
+  for (const KernelTable* table : {&scalarTable(), avx2Table(), avx512Table()}) {
+    if (table == nullptr || !cpuSupports(*table)) continue;
+    uint16_t a[9], b[9], d[9];
+    for (int i = 0; i < 9; ++i) {
+      a[i] = floatToHalf(1.0f);
+      b[i] = floatToHalf(std::ldexp(1.0f, -11));
+    }
+    table->reduce[mscFloat16][0](d, a, b, 9);
+    for (int i = 0; i < 9; ++i) EXPECT_EQ(halfToFloat(d[i]), 1.0f) << table->isa;
+  }
+}
+
+}  // namespace
+}  // namespace megascale::kernels
