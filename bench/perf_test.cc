@@ -11,6 +11,7 @@
 #include <string>
 
 #include "collectives/dtype.h"
+#include "bench/table_format.h"
 #include "collectives/reduce_kernels.h"
 
 namespace megascale::bench {
@@ -270,21 +271,11 @@ void printHeader(const CollectiveTest& test, const Options& o, mscComm_t comm, i
     for (int r = 0; r < nranks; ++r) {
       std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu]\n", r, all[r].pid, all[r].host);
     }
-    std::printf("#\n#%59s%-35s%s\n", "", "out-of-place", "in-place");
-    std::printf("#%12s %13s %9s %7s %7s %8s %7s %7s %6s %8s %7s %7s %6s\n", "size", "count", "type", "redop", "root",
-                "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-    std::printf("#%12s %13s %9s %7s %7s %8s %7s %7s %6s %8s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
-                "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    printColumnHeader(stdout);
     std::fflush(stdout);
   }
   delete[] all;
   (void)test;
-}
-
-std::string formatTime(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), us >= 10000 ? "%8.0f" : us >= 100 ? "%8.1f" : "%8.2f", us);
-  return buf;
 }
 
 }  // namespace
@@ -346,22 +337,14 @@ int runPerfTest(const CollectiveTest& test, int argc, char** argv) {
             double t_out = measure(test, o, g, type, op, r, false, comm, rank, nranks, b, &wrong_out);
             double t_in = test.supports_in_place ? measure(test, o, g, type, op, r, true, comm, rank, nranks, b, &wrong_in) : 0;
             double s = test.algbw_bytes(g, es, nranks);
-            double alg_out = s / t_out / 1e3, bus_out = alg_out * test.busbw_factor(nranks);
-            double alg_in = test.supports_in_place ? s / t_in / 1e3 : 0, bus_in = alg_in * test.busbw_factor(nranks);
+            Measurement out = measurement(s, t_out, test.busbw_factor(nranks), wrong_out);
+            Measurement in = measurement(s, t_in, test.busbw_factor(nranks), wrong_in);
             errors += std::max<int64_t>(wrong_out, 0) + std::max<int64_t>(wrong_in, 0);
-            bw_sum += bus_out + (test.supports_in_place ? bus_in : 0);
+            bw_sum += out.busbw + (test.supports_in_place ? in.busbw : 0);
             bw_count += test.supports_in_place ? 2 : 1;
             if (rank == 0) {
-              auto wrongText = [](int64_t w) { return w < 0 ? std::string("N/A") : std::to_string(w); };
-              std::printf(" %12zu %13zu %9s %7s %7d %s %7.2f %7.2f %6s", g.recv_count * es > g.send_count * es ? g.recv_count * es : g.send_count * es,
-                          g.count, dtypeName(type), test.uses_op ? opName(op) : "none", root, formatTime(t_out).c_str(),
-                          alg_out, bus_out, wrongText(wrong_out).c_str());
-              if (test.supports_in_place) {
-                std::printf(" %s %7.2f %7.2f %6s\n", formatTime(t_in).c_str(), alg_in, bus_in, wrongText(wrong_in).c_str());
-              } else {
-                std::printf(" %8s %7s %7s %6s\n", "N/A", "N/A", "N/A", "N/A");
-              }
-              std::fflush(stdout);
+              printRow(stdout, std::max(g.recv_count, g.send_count) * es, g.count, dtypeName(type),
+                       test.uses_op ? opName(op) : "none", root, out, test.supports_in_place ? &in : nullptr);
             }
             size_t next = o.step_factor != 0 ? static_cast<size_t>(static_cast<double>(bytes) * o.step_factor) : bytes + o.step_bytes;
             if (next <= bytes) break;

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libhiredis-dev redis-server
+  openmpi-bin libopenmpi-dev libgloo-dev
   iproute2 procps python3
 )
 
