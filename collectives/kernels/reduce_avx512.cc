@@ -1,6 +1,7 @@
 // The avx512 kernel table: reduce_isa.inc compiled with this file's instruction-set flags (see CMakeLists).
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <immintrin.h>
 

@@ -1,6 +1,7 @@
 // The scalar kernel table: reduce_isa.inc compiled with this file's instruction-set flags (see CMakeLists).
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 
 #include "collectives/kernels/half_float.h"
