@@ -98,7 +98,7 @@ Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, st
 Communicator::~Communicator() {
   {
     std::unique_lock<std::mutex> lock(queue_mutex_);
-    queue_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
+    idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
   }
   worker_.request_stop();
   queue_cv_.notify_all();
@@ -269,11 +269,15 @@ void Communicator::workerLoop(std::stop_token stop) {
       if (!status.isOk() && broken_.isOk()) broken_ = status;
     }
     task.work->finish(status);
+    bool idle;
     {
       std::lock_guard<std::mutex> lock(queue_mutex_);
       --running_;
+      idle = queue_.empty();
     }
-    queue_cv_.notify_all();
+    // Waiters for idleness wake once, when the queue drains, not after every operation: on oversubscribed
+    // cores a wake-up per operation costs more than the operation.
+    if (idle) idle_cv_.notify_all();
   }
 }
 
@@ -341,6 +345,7 @@ void Communicator::abort() {
   if (broken_.isOk()) broken_ = Status(ErrorCode::kAborted, "rank " + std::to_string(rank_) + ": communicator aborted");
   for (Task& t : queue_) t.work->finish(Status(ErrorCode::kAborted, t.name + ": communicator aborted"));
   queue_.clear();
+  idle_cv_.notify_all();
 }
 
 Status Communicator::asyncError() const {
@@ -355,7 +360,7 @@ bool Communicator::busy() const {
 
 Status Communicator::synchronize() {
   std::unique_lock<std::mutex> lock(queue_mutex_);
-  queue_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
+  idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
   return broken_;
 }
 

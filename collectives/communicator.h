@@ -111,7 +111,8 @@ class Communicator {
 
   // Lock order: queue_mutex_ before a Work's own mutex (abort finishes queued Work under it); never reverse.
   mutable std::mutex queue_mutex_;
-  std::condition_variable_any queue_cv_;
+  std::condition_variable_any queue_cv_;  // the worker waits here for tasks
+  std::condition_variable idle_cv_;       // synchronize() and the destructor wait here for an empty queue
   std::deque<Task> queue_;
   size_t running_ = 0;
   Status broken_;  // guarded by queue_mutex_
