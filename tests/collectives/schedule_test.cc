@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "collectives/schedule_simulator.h"
+#include "collectives/tuning.h"
 #include "common/status.h"
 
 namespace megascale {
@@ -135,6 +136,24 @@ TEST(Schedule, AutoPicksByMessageSize) {
   EXPECT_EQ(chooseAlgorithm(small, 4), Algorithm::kDirect);
   EXPECT_EQ(chooseAlgorithm(mid, 4), Algorithm::kRecursiveHalvingDoubling);
   EXPECT_EQ(chooseAlgorithm(large, 4), Algorithm::kRing);
+}
+
+TEST(Schedule, TuningTableAnswersForEveryRankCountAndSize) {
+  for (const TuningRow& row : allReduceTuningTable()) {
+    EXPECT_LE(row.min_ranks, row.max_ranks);
+    EXPECT_TRUE(row.algorithm == Algorithm::kRing || row.algorithm == Algorithm::kRecursiveHalvingDoubling ||
+                row.algorithm == Algorithm::kDirect);
+  }
+  for (int n = 1; n <= 64; ++n) {
+    for (size_t bytes = 1; bytes <= (size_t(1) << 34); bytes *= 4) {
+      Algorithm a = tunedAllReduceAlgorithm(n, bytes);
+      EXPECT_NE(buildSchedule({Collective::kAllReduce, a, bytes / 4 % 1000, 0, n}).phases.size(), 0u);
+      if (bytes > kDirectMaxBytes) {
+        EXPECT_NE(a, Algorithm::kDirect) << n << " ranks, " << bytes << " bytes";
+      }
+    }
+  }
+  EXPECT_EQ(tunedAllReduceAlgorithm(8, size_t(1) << 34), Algorithm::kRing);  // huge: bandwidth-optimal
 }
 
 TEST(Schedule, WrongAlgorithmForCollectiveIsAnError) {
