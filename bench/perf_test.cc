@@ -11,6 +11,7 @@
 #include <string>
 
 #include "collectives/dtype.h"
+#include "bench/byte_size.h"
 #include "bench/table_format.h"
 #include "collectives/reduce_kernels.h"
 
@@ -29,22 +30,12 @@ struct Options {
 };
 
 size_t parseSize(const char* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (end == text || v < 0) {
-    std::fprintf(stderr, "invalid size '%s'\n", text);
+  size_t bytes = 0;
+  if (!parseByteSize(text, &bytes)) {
+    std::fprintf(stderr, "invalid size '%s' (a number with an optional K, M or G)\n", text);
     std::exit(2);
   }
-  switch (*end) {
-    case 'G': case 'g': v *= 1024; [[fallthrough]];
-    case 'M': case 'm': v *= 1024; [[fallthrough]];
-    case 'K': case 'k': v *= 1024; break;
-    case '\0': break;
-    default:
-      std::fprintf(stderr, "invalid size suffix in '%s' (K, M, G)\n", text);
-      std::exit(2);
-  }
-  return static_cast<size_t>(v);
+  return bytes;
 }
 
 int parseInt(const char* flag, const char* text, int min) {

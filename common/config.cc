@@ -86,8 +86,6 @@ std::chrono::milliseconds timeout() {
   return std::chrono::milliseconds(ms);
 }
 
-int debugLevel() { return static_cast<int>(getInt("MEGASCALE_DEBUG")); }
-
 void printConfig(FILE* out) {
   for (const Knob& k : knobs()) {
     const char* env = std::getenv(k.name);

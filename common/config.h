@@ -31,7 +31,6 @@ bool getBool(const char* name);
 
 /// Frequently used knobs, typed.
 std::chrono::milliseconds timeout();  // MEGASCALE_TIMEOUT_MS
-int debugLevel();                     // MEGASCALE_DEBUG
 
 /// Writes "NAME=value (default, units) help" for every knob, marking values set in the environment.
 void printConfig(FILE* out);

@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -151,11 +152,21 @@ Status socketError(const char* call, int err) {
   return Status(peer ? ErrorCode::kPeerLost : ErrorCode::kSystem, std::string(call) + " failed: " + errnoText(err));
 }
 
-Status sendSome(int fd, const void* data, size_t size, size_t* done) {
-  while (*done < size) {
-    ssize_t n = ::send(fd, static_cast<const char*>(data) + *done, size - *done, MSG_NOSIGNAL | MSG_DONTWAIT);
+Status sendSomeOfTwo(int fd, const void* head, size_t head_size, const void* body, size_t body_size, uint64_t* done) {
+  while (*done < head_size + body_size) {
+    iovec iov[2];
+    int count = 0;
+    if (*done < head_size) iov[count++] = {static_cast<char*>(const_cast<void*>(head)) + *done, head_size - *done};
+    size_t body_done = *done > head_size ? *done - head_size : 0;
+    if (body_size > body_done) {
+      iov[count++] = {static_cast<char*>(const_cast<void*>(body)) + body_done, body_size - body_done};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = count;
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      *done += static_cast<size_t>(n);
+      *done += static_cast<uint64_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -163,6 +174,13 @@ Status sendSome(int fd, const void* data, size_t size, size_t* done) {
     return socketError("send", errno);
   }
   return Status::ok();
+}
+
+Status sendSome(int fd, const void* data, size_t size, size_t* done) {
+  uint64_t moved = *done;
+  Status s = sendSomeOfTwo(fd, nullptr, 0, data, size, &moved);
+  *done = static_cast<size_t>(moved);
+  return s;
 }
 
 Status recvSome(int fd, void* data, size_t size, size_t* done) {

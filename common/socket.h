@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -69,6 +70,8 @@ Status socketError(const char* call, int err);
 /// One non-blocking step: moves as many bytes as the socket takes now. Advances *done. Returns an error on
 /// EOF or failure; never blocks.
 Status sendSome(int fd, const void* data, size_t size, size_t* done);
+/// sendSome over two pieces (a header and a body) with one sendmsg; *done counts across both.
+Status sendSomeOfTwo(int fd, const void* head, size_t head_size, const void* body, size_t body_size, uint64_t* done);
 Status recvSome(int fd, void* data, size_t size, size_t* done);
 
 }  // namespace megascale

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/byte_size.h"
+
 namespace megascale::bench {
 
 struct BaselineOptions {
@@ -16,13 +18,18 @@ struct BaselineOptions {
   int iters = 20, warmup = 2;
 };
 
+/// Input element i of rank: small integers, so every sum is exact in fp32 whatever the order.
+inline float baselineValue(int rank, size_t i) {
+  return static_cast<float>((i * 7 + static_cast<size_t>(rank) * 3) % 8);
+}
+
 inline size_t parseBaselineSize(const char* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (*end == 'K') v *= 1024;
-  if (*end == 'M') v *= 1024 * 1024;
-  if (*end == 'G') v *= 1024.0 * 1024 * 1024;
-  return static_cast<size_t>(v);
+  size_t bytes = 0;
+  if (!parseByteSize(text, &bytes)) {
+    std::fprintf(stderr, "invalid size '%s'\n", text);
+    std::exit(2);
+  }
+  return bytes;
 }
 
 /// usage: prog COLLECTIVE [-a ALGO] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]

@@ -21,8 +21,6 @@ using namespace megascale::bench;
 
 namespace {
 
-float value(int rank, size_t i) { return static_cast<float>((i * 7 + static_cast<size_t>(rank) * 3) % 8); }
-
 int envInt(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) {
@@ -66,7 +64,7 @@ int main(int argc, char** argv) {
     if (count == 0) continue;  // Gloo's algorithms need at least one element
     std::vector<float> data(count), out(gather ? count * n : 1);
     auto fill = [&] {
-      for (size_t i = 0; i < count; ++i) data[i] = value(rank, i);
+      for (size_t i = 0; i < count; ++i) data[i] = baselineValue(rank, i);
     };
     std::unique_ptr<gloo::Algorithm> op;
     std::vector<float*> ptrs{data.data()};
@@ -88,8 +86,8 @@ int main(int argc, char** argv) {
     int64_t wrong = 0;
     for (size_t i = 0; i < (gather ? count * n : count); ++i) {
       float want = 0;
-      if (gather) want = value(static_cast<int>(i / count), i % count);
-      else for (int r = 0; r < n; ++r) want += value(r, i);
+      if (gather) want = baselineValue(static_cast<int>(i / count), i % count);
+      else for (int r = 0; r < n; ++r) want += baselineValue(r, i);
       wrong += (gather ? out[i] : data[i]) != want;
     }
     double s = gather ? static_cast<double>(count) * 4 * n : static_cast<double>(count) * 4;

@@ -9,12 +9,6 @@
 
 using namespace megascale::bench;
 
-namespace {
-
-float value(int rank, size_t i) { return static_cast<float>((i * 7 + static_cast<size_t>(rank) * 3) % 8); }
-
-}  // namespace
-
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   BaselineOptions o = parseBaselineOptions(argc, argv);
@@ -36,7 +30,7 @@ int main(int argc, char** argv) {
     size_t count = gather || scatter ? bytes / 4 / n : bytes / 4;
     size_t send_count = scatter ? count * n : count, recv_count = gather ? count * n : count;
     std::vector<float> send(std::max<size_t>(send_count, 1)), recv(std::max<size_t>(recv_count, 1));
-    for (size_t i = 0; i < send_count; ++i) send[i] = value(rank, i);
+    for (size_t i = 0; i < send_count; ++i) send[i] = baselineValue(rank, i);
     auto run = [&] {
       if (gather) MPI_Allgather(send.data(), static_cast<int>(count), MPI_FLOAT, recv.data(), static_cast<int>(count), MPI_FLOAT, MPI_COMM_WORLD);
       else if (scatter) MPI_Reduce_scatter_block(send.data(), recv.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -52,10 +46,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < recv_count; ++i) {
       float want = 0;
       if (gather) {
-        want = value(static_cast<int>(i / count), i % count);
+        want = baselineValue(static_cast<int>(i / count), i % count);
       } else {
         size_t at = scatter ? count * rank + i : i;
-        for (int r = 0; r < n; ++r) want += value(r, at);
+        for (int r = 0; r < n; ++r) want += baselineValue(r, at);
       }
       wrong += recv[i] != want;
     }

@@ -1,40 +1,9 @@
 #include "transport/tcp/tcp_comm.h"
 
-#include <sys/socket.h>
-#include <sys/uio.h>
-
 #include "transport/request_pool.h"
 #include "transport/tcp/tcp_wire.h"
 
 namespace megascale::transport {
-
-namespace {
-
-// Sends from two pieces (header, payload) with one syscall; advances *offset across both.
-Status sendPieces(int fd, const uint8_t* head, size_t head_size, const uint8_t* body, size_t body_size,
-                  uint64_t* offset) {
-  while (*offset < head_size + body_size) {
-    iovec iov[2];
-    int count = 0;
-    if (*offset < head_size) iov[count++] = {const_cast<uint8_t*>(head) + *offset, head_size - *offset};
-    size_t body_done = *offset > head_size ? *offset - head_size : 0;
-    if (body_size > body_done) iov[count++] = {const_cast<uint8_t*>(body) + body_done, body_size - body_done};
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = count;
-    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      *offset += static_cast<uint64_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::ok();
-    return socketError("send", errno);
-  }
-  return Status::ok();
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------- send side
 
@@ -71,7 +40,7 @@ Status TcpSendComm::progressSocket(int index) {
     uint64_t begin, end;
     tcp_wire::partExtent(r->size, r->parts, index, &begin, &end);
     size_t head = index == 0 ? tcp_wire::kHeaderBytes : 0;
-    Status s = sendPieces(sockets_[index].get(), r->header, head, r->data + begin, end - begin, &c.offset);
+    Status s = sendSomeOfTwo(sockets_[index].get(), r->header, head, r->data + begin, end - begin, &c.offset);
     if (!s.isOk()) return s;
     if (c.offset < head + (end - begin)) return Status::ok();  // socket full; come back later
     if (--r->sockets_left == 0) r->done = true;
