@@ -77,7 +77,9 @@ thread_local int t_group_depth = 0;
 thread_local std::vector<GroupedOp> t_grouped;
 
 // Collectives outside a group are issued now; inside a group, when the outermost group ends.
-mscResult_t issue(mscComm_t comm, const char* op, std::function<std::shared_ptr<Work>()> call) {
+// A template, so the ungrouped path (the common one) makes no std::function and allocates nothing here.
+template <typename Call>
+mscResult_t issue(mscComm_t comm, const char* op, Call call) {
   return guarded([&] {
     commOrThrow(comm, op);
     if (t_group_depth > 0) {

@@ -34,6 +34,18 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   o.transport_options.shm_ring_bytes = static_cast<size_t>(config::getInt("MEGASCALE_SHM_RING_BYTES"));
   o.transport_options.bind_address = config::getString("MEGASCALE_TCP_IFADDR");
   o.transport_options.handshake_timeout_ms = static_cast<int>(o.timeout.count());
+  o.node_engine = config::getBool("MEGASCALE_SHM_COLLECTIVES");
+  auto bytes = [](const char* name, int64_t min) {
+    int64_t v = config::getInt(name);
+    if (v < min) throw Error(ErrorCode::kInvalidArgument, std::string(name) + " must be >= " + std::to_string(min));
+    return static_cast<size_t>(v);
+  };
+  o.node.slot_bytes = bytes("MEGASCALE_SHM_SLOT_BYTES", 4096);
+  o.node.one_shot_max = bytes("MEGASCALE_SHM_ONESHOT_MAX", 0);
+  o.node.cma_min = bytes("MEGASCALE_SHM_CMA_MIN", 0);
+  o.node.spin = std::chrono::nanoseconds(bytes("MEGASCALE_SHM_SPIN_NS", 0));
+  o.node.timeout = o.timeout;
+  o.inline_bytes = bytes("MEGASCALE_INLINE_BYTES", 0);
   return o;
 }
 
@@ -48,11 +60,12 @@ std::string resolveTransportName(const std::string& requested, int nranks, int l
 uint32_t collectiveTag(uint32_t seq, const ScheduleSpec& spec, mscDataType_t type, mscRedOp_t op) {
   uint64_t fields[] = {seq, static_cast<uint64_t>(spec.collective), spec.count, static_cast<uint64_t>(type),
                        static_cast<uint64_t>(op), static_cast<uint64_t>(spec.root), static_cast<uint64_t>(spec.algorithm)};
-  uint32_t h = 2166136261u;  // FNV-1a
+  uint64_t h = 0x243f6a8885a308d3ULL;  // multiply-xorshift per field: a few cycles each, on the small-message path
   for (uint64_t f : fields) {
-    for (int b = 0; b < 8; ++b) h = (h ^ static_cast<uint8_t>(f >> (8 * b))) * 16777619u;
+    h = (h ^ f) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
   }
-  return h & ~kPointToPointTag;
+  return static_cast<uint32_t>(h ^ (h >> 32)) & ~kPointToPointTag;
 }
 
 std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank, int nranks,
@@ -80,16 +93,33 @@ std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank,
     return transport::Address::fromString(store->get("world/addr/" + std::to_string(peer), timeout));
   };
   auto links = std::make_unique<PeerLinks>(std::move(transport), std::move(listener), rank, lookup);
-  MSC_LOG_INFO("joined job %s as rank %d of %d over %s", id.job_id.c_str(), rank, nranks, name.c_str());
-  return std::shared_ptr<Communicator>(new Communicator(rank, nranks, std::move(options), std::move(links), name));
+  std::unique_ptr<node::NodeEngine> node;
+  if (name == "shm" && options.node_engine && nranks > 1) {
+    auto region = node::Region::create(rank, options.node.slot_bytes);
+    store->set("world/node/" + std::to_string(rank), region->identity().toString());
+    auto find_region = [store, timeout](int peer) {
+      std::string text = store->get("world/node/" + std::to_string(peer), timeout);
+      node::RegionIdentity identity;
+      if (!node::RegionIdentity::parse(text, &identity)) {
+        throw Error(ErrorCode::kPeerLost, "the store holds a malformed shared-memory identity '" + text + "'");
+      }
+      return identity;
+    };
+    node = std::make_unique<node::NodeEngine>(rank, nranks, options.node, std::move(region), find_region);
+  }
+  MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", id.job_id.c_str(), rank, nranks, name.c_str(),
+               node ? " (shared-memory collectives)" : "");
+  return std::shared_ptr<Communicator>(
+      new Communicator(rank, nranks, std::move(options), std::move(links), name, std::move(node)));
 }
 
 Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
-                           std::string transport_name)
+                           std::string transport_name, std::unique_ptr<node::NodeEngine> node)
     : rank_(rank),
       nranks_(nranks),
       options_(std::move(options)),
       links_(std::move(links)),
+      node_(std::move(node)),
       transport_name_(std::move(transport_name)) {
   links_->setAbortFlag(&aborted_);
   worker_ = std::jthread([this](std::stop_token stop) { workerLoop(stop); });
@@ -133,14 +163,15 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   else if (c == Collective::kReduceScatter) spec.in_place = out_bytes == in_bytes + count * es * rank_;
   else spec.in_place = in_bytes == out_bytes;
   if (c == Collective::kAllReduce) spec.algorithm = options_.allreduce_algorithm;
-  spec.algorithm = chooseAlgorithm(spec, es);
   Task task;
+  // An explicit MEGASCALE_ALGO asks for that schedule, so it bypasses the node engine.
+  task.on_node = node_ != nullptr && node::NodeEngine::handles(c) && spec.algorithm == Algorithm::kAuto;
+  if (!task.on_node) spec.algorithm = chooseAlgorithm(spec, es);
   task.spec = spec;
-  task.buffers = {const_cast<void*>(in), out};
+  task.in = in;
+  task.out = out;
   task.type = type;
   task.op = reduction ? op : mscSum;
-  task.name = std::string(collectiveName(c)) + " (" + std::to_string(count) + " x " + dtypeName(type) +
-              (reduction ? std::string(" ") + opName(op) : "") + ", " + algorithmName(spec.algorithm) + ")";
   return enqueue(std::move(task));
 }
 
@@ -185,7 +216,6 @@ std::shared_ptr<Work> Communicator::pointToPoint(const std::vector<PointToPoint>
   task.type = mscUint8;
   task.op = mscSum;
   task.p2p = ops;
-  task.name = "send/recv group of " + std::to_string(ops.size());
   return enqueue(std::move(task));
 }
 
@@ -201,12 +231,21 @@ Schedule Communicator::pointToPointSchedule(const Task& task) const {
   return s;
 }
 
+std::string Communicator::Task::describe() const {
+  if (spec.collective == Collective::kSendRecv) return "send/recv group of " + std::to_string(p2p.size());
+  Collective c = spec.collective;
+  bool reduction = c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+  return std::string(collectiveName(c)) + " (" + std::to_string(spec.count) + " x " + dtypeName(type) +
+         (reduction ? std::string(" ") + opName(op) : "") + ", " +
+         (on_node ? "shared memory" : algorithmName(spec.algorithm)) + ") #" + std::to_string(seq);
+}
+
 std::shared_ptr<Work> Communicator::enqueue(Task task) {
   task.work = std::make_shared<Work>();
   std::shared_ptr<Work> work = task.work;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   if (!broken_.isOk()) {
-    Status broken = Status(ErrorCode::kAborted, task.name + ": rank " + std::to_string(rank_) +
+    Status broken = Status(ErrorCode::kAborted, task.describe() + ": rank " + std::to_string(rank_) +
                                                     ": communicator is broken by an earlier error: " + broken_.message());
     lock.unlock();
     work->finish(broken);
@@ -215,9 +254,18 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
   if (task.spec.collective == Collective::kSendRecv) {
     task.tag = kPointToPointTag;  // only the pair takes part, so no communicator-wide sequence applies
   } else {
-    uint32_t seq = next_sequence_++;
-    task.tag = collectiveTag(seq, task.spec, task.type, task.op);
-    task.name += " #" + std::to_string(seq);
+    task.seq = next_sequence_++;
+    task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
+  }
+  // Small shared-memory collectives run right here when nothing is ahead of them: handing them to the
+  // worker and waking the caller again would cost more than the operation.
+  size_t payload = task.spec.count * dtypeSize(task.type) *
+                   (task.spec.collective == Collective::kAllReduce ? 1 : static_cast<size_t>(nranks_));
+  if (task.on_node && payload <= options_.inline_bytes && queue_.empty() && running_ == 0) {
+    ++running_;
+    lock.unlock();
+    execute(task, Status::ok());
+    return work;
   }
   queue_.push_back(std::move(task));
   lock.unlock();
@@ -228,12 +276,15 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
 void Communicator::workerLoop(std::stop_token stop) {
   while (true) {
     Task task;
+    Status broken;
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
       // While idle, keep answering peers that connect to us, so they are not held up by our idleness.
-      while (!queue_cv_.wait_for(lock, stop, std::chrono::milliseconds(10), [&] { return !queue_.empty(); })) {
+      // A task waits while a caller runs one inline (running_ > 0), so tasks still run one at a time.
+      while (!queue_cv_.wait_for(lock, stop, std::chrono::milliseconds(10),
+                                 [&] { return !queue_.empty() && running_ == 0; })) {
         if (stop.stop_requested()) return;
-        if (!broken_.isOk()) continue;
+        if (!broken_.isOk() || running_ > 0) continue;
         lock.unlock();
         Status s = links_->pollIncoming();
         if (!s.isOk()) MSC_LOG_DEBUG("while idle: %s", s.message().c_str());
@@ -242,49 +293,56 @@ void Communicator::workerLoop(std::stop_token stop) {
       task = std::move(queue_.front());
       queue_.pop_front();
       ++running_;
+      broken = broken_;
     }
-    Status status;
-    {
-      std::unique_lock<std::mutex> lock(queue_mutex_);
-      status = broken_;
+    execute(task, broken);
+  }
+}
+
+void Communicator::execute(Task& task, Status broken) {
+  Status status;
+  if (broken.isOk()) {
+    try {
+      status = run(task);
+    } catch (const Error& e) {
+      status = Status(e.code(), task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
+    } catch (const std::exception& e) {
+      status = Status(ErrorCode::kInternal, task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
     }
-    if (status.isOk()) {
-      try {
-        status = run(task);
-      } catch (const Error& e) {
-        status = Status(e.code(), task.name + ": rank " + std::to_string(rank_) + ": " + e.what());
-      } catch (const std::exception& e) {
-        status = Status(ErrorCode::kInternal, task.name + ": rank " + std::to_string(rank_) + ": " + e.what());
-      }
-      if (!status.isOk()) {
-        MSC_LOG_WARN("%s", status.message().c_str());
-        links_->closeAll();  // peers blocked on us fail now rather than at their timeout
-      }
-    } else {
-      status = Status(ErrorCode::kAborted, task.name + ": rank " + std::to_string(rank_) +
-                                               ": communicator is broken by an earlier error: " + status.message());
+    if (!status.isOk()) {
+      MSC_LOG_WARN("%s", status.message().c_str());
+      links_->closeAll();  // peers blocked on us fail now rather than at their timeout
+      if (node_) node_->markFailed();
     }
-    {
-      std::lock_guard<std::mutex> lock(queue_mutex_);
-      if (!status.isOk() && broken_.isOk()) broken_ = status;
-    }
-    task.work->finish(status);
-    bool idle;
-    {
-      std::lock_guard<std::mutex> lock(queue_mutex_);
-      --running_;
-      idle = queue_.empty();
-    }
-    // Waiters for idleness wake once, when the queue drains, not after every operation: on oversubscribed
-    // cores a wake-up per operation costs more than the operation.
-    if (idle) idle_cv_.notify_all();
+  } else {
+    status = Status(ErrorCode::kAborted, task.describe() + ": rank " + std::to_string(rank_) +
+                                             ": communicator is broken by an earlier error: " + broken.message());
+  }
+  if (!status.isOk()) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (broken_.isOk()) broken_ = status;
+  }
+  task.work->finish(status);
+  bool idle;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    --running_;
+    idle = queue_.empty();
+  }
+  // Waiters for idleness wake once, when the queue drains, not after every operation: on oversubscribed
+  // cores a wake-up per operation costs more than the operation. Otherwise the worker may have tasks that
+  // queued behind an inline one.
+  if (idle) {
+    idle_cv_.notify_all();
+  } else {
+    queue_cv_.notify_all();
   }
 }
 
 Status Communicator::run(Task& task) {
   ExecutionContext ctx;
   ctx.rank = rank_;
-  ctx.operation = task.name;
+  ctx.operation = task.describe();
   ctx.tag = task.tag;
   ctx.timeout = options_.timeout;
   ctx.aborted = &aborted_;
@@ -294,8 +352,13 @@ Status Communicator::run(Task& task) {
     for (const PointToPoint& p : task.p2p) buffers.push_back(p.buffer);
     return executeSchedule(pointToPointSchedule(task), buffers, mscUint8, mscSum, *links_, ctx);
   }
+  if (task.on_node) {
+    node::NodeCall call{task.spec.collective, task.in, task.out, task.spec.count, task.type, task.op,
+                        task.tag, &aborted_, [&task] { return task.describe(); }};
+    return node_->run(call);
+  }
   Schedule schedule = buildSchedule(task.spec);
-  return executeSchedule(schedule, task.buffers, task.type, task.op, *links_, ctx);
+  return executeSchedule(schedule, {const_cast<void*>(task.in), task.out}, task.type, task.op, *links_, ctx);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
@@ -304,17 +367,22 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
                                                  std::to_string(color) + " must be >= 0 or MSC_SPLIT_NOCOLOR");
   }
   // Each rank contributes (color, key, its new listener's address) in one all-gather over the parent.
+  // A child of a shared-memory communicator gets its own shared region, announced in the same exchange.
   struct Entry {
     int32_t color;
     int32_t key;
     uint32_t address_size;
     uint8_t address[transport::kMaxAddressBytes];
+    node::RegionIdentity region;
   };
   transport::TransportOptions topts = options_.transport_options;
   auto transport = transport::createTransport(transport_name_, topts);
   auto listener = transport->listen();
-  Entry mine{color, key, static_cast<uint32_t>(listener->address().size), {}};
+  std::unique_ptr<node::Region> region;
+  if (node_ && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
+  Entry mine{color, key, static_cast<uint32_t>(listener->address().size), {}, {}};
   std::memcpy(mine.address, listener->address().bytes, listener->address().size);
+  if (region) mine.region = region->identity();
   std::vector<Entry> all(nranks_);
   Status s = allGather(&mine, all.data(), sizeof(Entry), mscUint8)->wait(options_.timeout + std::chrono::seconds(5));
   if (!s.isOk()) throw Error(s.code(), "split: rank " + std::to_string(rank_) + ": exchanging colors failed: " + s.message());
@@ -326,25 +394,34 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
   int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   std::vector<transport::Address> table;
+  std::vector<node::RegionIdentity> regions;
   for (int r : members) {
     transport::Address a;
     a.size = std::min<size_t>(all[r].address_size, transport::kMaxAddressBytes);
     std::memcpy(a.bytes, all[r].address, a.size);
     table.push_back(a);
+    regions.push_back(all[r].region);
   }
   auto lookup = [table](int peer) { return table.at(static_cast<size_t>(peer)); };
   auto links = std::make_unique<PeerLinks>(std::move(transport), std::move(listener), new_rank, lookup);
+  int new_size = static_cast<int>(members.size());
+  std::unique_ptr<node::NodeEngine> node;
+  if (region && new_size > 1) {
+    node = std::make_unique<node::NodeEngine>(new_rank, new_size, options_.node, std::move(region),
+                                              [regions](int peer) { return regions.at(static_cast<size_t>(peer)); });
+  }
   CommunicatorOptions child = options_;
   return std::shared_ptr<Communicator>(
-      new Communicator(new_rank, static_cast<int>(members.size()), child, std::move(links), transport_name_));
+      new Communicator(new_rank, new_size, child, std::move(links), transport_name_, std::move(node)));
 }
 
 void Communicator::abort() {
   aborted_.store(true);
   std::lock_guard<std::mutex> lock(queue_mutex_);
   if (broken_.isOk()) broken_ = Status(ErrorCode::kAborted, "rank " + std::to_string(rank_) + ": communicator aborted");
-  for (Task& t : queue_) t.work->finish(Status(ErrorCode::kAborted, t.name + ": communicator aborted"));
+  for (Task& t : queue_) t.work->finish(Status(ErrorCode::kAborted, t.describe() + ": communicator aborted"));
   queue_.clear();
+  if (node_) node_->interrupt();
   idle_cv_.notify_all();
 }
 

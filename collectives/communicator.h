@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/bootstrap/unique_id.h"
+#include "collectives/node/node_engine.h"
 #include "collectives/peer_links.h"
 #include "collectives/schedule.h"
 #include "collectives/work.h"
@@ -29,6 +30,9 @@ struct CommunicatorOptions {
   int local_rank = -1;
   int local_size = -1;
   transport::TransportOptions transport_options;
+  bool node_engine = true;          // MEGASCALE_SHM_COLLECTIVES: used when the transport is shm
+  node::NodeOptions node;           // MEGASCALE_SHM_*
+  size_t inline_bytes = 64 << 10;   // MEGASCALE_INLINE_BYTES
 
   /// Options from the MEGASCALE_* environment (config registry).
   static CommunicatorOptions fromEnvironment();
@@ -83,30 +87,37 @@ class Communicator {
  private:
   struct Task {
     ScheduleSpec spec;
-    std::vector<void*> buffers;
+    const void* in = nullptr;
+    void* out = nullptr;
     mscDataType_t type;
     mscRedOp_t op;
     std::vector<PointToPoint> p2p;
-    std::string name;
-    uint32_t tag;
+    bool on_node = false;  // runs on the node engine, not as a schedule over the transport
+    uint32_t seq = 0;
+    uint32_t tag = 0;
     std::shared_ptr<Work> work;
+    /// "all_reduce (1000 x float sum, ring) #7"; built only when needed (errors), off the fast path.
+    std::string describe() const;
   };
 
   Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
-               std::string transport_name);
+               std::string transport_name, std::unique_ptr<node::NodeEngine> node);
   std::shared_ptr<Work> submitCollective(Collective c, const void* in, void* out, size_t count, mscDataType_t type,
                                          mscRedOp_t op, int root);
   std::shared_ptr<Work> enqueue(Task task);
   void validate(const char* op, const void* in, const void* out, size_t count, mscDataType_t type, mscRedOp_t op_id,
                 int root, bool needs_op, bool needs_root) const;
   void workerLoop(std::stop_token stop);
+  /// Runs a dequeued (or inline) task and finishes its Work; running_ was raised for it.
+  void execute(Task& task, Status broken);
   Status run(Task& task);
   Schedule pointToPointSchedule(const Task& task) const;
 
   const int rank_;
   const int nranks_;
   CommunicatorOptions options_;
-  std::unique_ptr<PeerLinks> links_;  // worker thread only
+  std::unique_ptr<PeerLinks> links_;  // the thread running a task only
+  std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
   std::string transport_name_;
 
   // Lock order: queue_mutex_ before a Work's own mutex (abort finishes queued Work under it); never reverse.
@@ -114,7 +125,7 @@ class Communicator {
   std::condition_variable_any queue_cv_;  // the worker waits here for tasks
   std::condition_variable idle_cv_;       // synchronize() and the destructor wait here for an empty queue
   std::deque<Task> queue_;
-  size_t running_ = 0;
+  size_t running_ = 0;  // 0 or 1: the worker, or a caller running an inline task; the other waits
   Status broken_;  // guarded by queue_mutex_
   std::atomic<bool> aborted_{false};
   uint32_t next_sequence_ = 0;  // guarded by queue_mutex_

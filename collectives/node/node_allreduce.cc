@@ -1,0 +1,120 @@
+// All-reduce on one host. Every path gives all ranks the same bits: one-shot reduces in rank order on every
+// rank; slot rounds and cross-memory attach compute each element on exactly one rank, which the others copy.
+#include <cstring>
+
+#include "collectives/dtype.h"
+#include "collectives/node/node_engine.h"
+#include "collectives/reduce_kernels.h"
+
+namespace megascale::node {
+
+Status NodeEngine::allReduce(const NodeCall& call) {
+  size_t es = dtypeSize(call.type);
+  size_t bytes = call.count * es;
+  if (bytes <= options_.one_shot_max && bytes <= options_.slot_bytes) return allReduceOneShot(call);
+  if (cma_ && bytes >= options_.cma_min) return allReduceCrossMemory(call);
+  size_t round = options_.slot_bytes / es;
+  size_t offset = 0;
+  do {  // at least one round, so ranks that disagree about the count meet and find out
+    MSC_RETURN_IF_ERROR(allReduceRound(call, offset, std::min(round, call.count - offset)));
+    offset += round;
+  } while (offset < call.count);
+  return Status::ok();
+}
+
+// Small payloads: latency is two cache-line hand-offs, so every rank reads all n slots and reduces them itself.
+Status NodeEngine::allReduceOneShot(const NodeCall& call) {
+  uint64_t seq = ++seq_;
+  size_t bytes = call.count * dtypeSize(call.type);
+  uint8_t* mine = own_->slot(seq);
+  if (bytes > 0) std::memcpy(mine, call.in, bytes);
+  post(seq, call.tag, bytes, nullptr, nullptr);
+  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
+  auto source = [&](int q) -> const void* {
+    if (q == rank_) return call.in == call.out ? mine : call.in;
+    return peers_[q]->slot(seq);
+  };
+  reduceElements(call.type, call.op, call.out, source(0), source(1), call.count);
+  for (int q = 2; q < nranks_; ++q) reduceElements(call.type, call.op, call.out, call.out, source(q), call.count);
+  if (call.op == mscAvg) finishAverage(call.type, call.out, call.count, nranks_);
+  return Status::ok();
+}
+
+// One round of at most a slot: stage the input, reduce this rank's part across all slots into its own slot,
+// then copy every rank's reduced part out. Each rank reads 2x and writes 2x the round, whatever n is.
+Status NodeEngine::allReduceRound(const NodeCall& call, size_t offset, size_t count) {
+  uint64_t seq = ++seq_;
+  size_t es = dtypeSize(call.type);
+  size_t bytes = count * es;
+  const uint8_t* in = static_cast<const uint8_t*>(call.in) + offset * es;
+  uint8_t* out = static_cast<uint8_t*>(call.out) + offset * es;
+  uint8_t* mine = own_->slot(seq);
+  std::memcpy(mine, in, bytes);
+  post(seq, call.tag, bytes, nullptr, nullptr);
+  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
+  size_t lo, n;
+  part(count, rank_, &lo, &n);
+  uint8_t* reduced = mine + lo * es;  // only this rank reads its own part of its slot, so it reduces in place
+  for (int i = 1; i < nranks_; ++i) {
+    int q = (rank_ + i) % nranks_;
+    reduceElements(call.type, call.op, reduced, reduced, peers_[q]->slot(seq) + lo * es, n);
+  }
+  if (call.op == mscAvg) finishAverage(call.type, reduced, n, nranks_);
+  publish(stageOf(seq, Stage::kReduced));
+  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kReduced, call, bytes, false));
+  for (int q = 0; q < nranks_; ++q) {
+    part(count, q, &lo, &n);
+    const uint8_t* from = (q == rank_ ? mine : peers_[q]->slot(seq)) + lo * es;
+    std::memcpy(out + lo * es, from, n * es);
+  }
+  return Status::ok();
+}
+
+// Large payloads: each rank reads its part of every peer's input straight from the peer's buffer, reduces it
+// into its own output, then reads every other part from the peer that reduced it. Bytes crossing between
+// processes per rank: (n-1)/n of the input twice; no staging copy.
+Status NodeEngine::allReduceCrossMemory(const NodeCall& call) {
+  uint64_t seq = ++seq_;
+  size_t es = dtypeSize(call.type);
+  size_t bytes = call.count * es;
+  uint8_t* out = static_cast<uint8_t*>(call.out);
+  post(seq, call.tag, bytes, call.in, call.out);
+  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
+  size_t lo, n;
+  part(call.count, rank_, &lo, &n);
+  MSC_RETURN_IF_ERROR(reduceCrossMemory(call, seq, lo, n, out + lo * es));
+  publish(stageOf(seq, Stage::kReduced));
+  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kReduced, call, bytes, false));
+  for (int i = 1; i < nranks_; ++i) {
+    int q = (rank_ + i) % nranks_;
+    part(call.count, q, &lo, &n);
+    Status s = peers_[q]->readOwnerMemory(out + lo * es, headers_[q]->descriptor[seq & 1].out_addr + lo * es, n * es);
+    if (!s.isOk()) return fail(call, s.code(), s.message());
+  }
+  // Peers read this rank's output until they are done; only then may the caller reuse it.
+  publish(stageOf(seq, Stage::kDone));
+  return awaitAll(seq, Stage::kDone, call, bytes, false);
+}
+
+// dst[0, count) = reduction over ranks of input elements [first, first + count), this rank's first; peers'
+// elements are pulled in chunks small enough that the chunk and its partner stay in L2.
+Status NodeEngine::reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst) {
+  size_t es = dtypeSize(call.type);
+  size_t chunk = options_.chunk_bytes / es;
+  const uint8_t* own = static_cast<const uint8_t*>(call.in) + first * es;
+  for (size_t c = 0; c < count; c += chunk) {
+    size_t m = std::min(chunk, count - c);
+    uint8_t* d = dst + c * es;
+    for (int i = 1; i < nranks_; ++i) {
+      int q = (rank_ + i) % nranks_;
+      uint64_t remote = headers_[q]->descriptor[seq & 1].in_addr + (first + c) * es;
+      Status s = peers_[q]->readOwnerMemory(chunk_.get(), remote, m * es);
+      if (!s.isOk()) return fail(call, s.code(), s.message());
+      reduceElements(call.type, call.op, d, i == 1 ? own + c * es : d, chunk_.get(), m);
+    }
+    if (call.op == mscAvg) finishAverage(call.type, d, m, nranks_);
+  }
+  return Status::ok();
+}
+
+}  // namespace megascale::node

@@ -1,0 +1,117 @@
+// The node engine: all-reduce, all-gather and reduce-scatter among ranks that share one host, through the
+// ranks' shared regions (node_region.h) instead of a transport. Three data paths, chosen by size:
+//  - one-shot (small all-reduce): each rank copies its input into its slot, then every rank reduces all slots
+//    in rank order. Two synchronisation-free flag flips; no syscall, lock or allocation.
+//  - slot rounds (medium, or when cross-memory attach is not allowed): rounds of at most a slot; an all-reduce
+//    round reduce-scatters through the slots and all-gathers from them (each rank reduces 1/n of the round).
+//  - cross-memory attach (large): ranks publish their buffer addresses and read each other's buffers with
+//    process_vm_readv, so every byte crosses between processes once; reductions run on L2-sized chunks.
+// Waiting spins briefly, then (oversubscribed) yields, then sleeps on a futex in the waiter's region that
+// the publisher wakes. Ownership: one thread at a time runs operations (the communicator guarantees it);
+// interrupt() may be called from any thread, markFailed() only from the thread that ran the failed operation.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/node/node_region.h"
+#include "collectives/schedule.h"
+#include "common/status.h"
+#include "megascale/megascale.h"
+
+namespace megascale::node {
+
+struct NodeOptions {
+  size_t slot_bytes = 1 << 20;        // MEGASCALE_SHM_SLOT_BYTES
+  size_t one_shot_max = 32 << 10;     // MEGASCALE_SHM_ONESHOT_MAX: all-reduce payloads reduced by every rank
+  size_t cma_min = 1 << 20;           // MEGASCALE_SHM_CMA_MIN: payloads (all ranks' data) read across processes
+  size_t chunk_bytes = 128 << 10;     // reduction chunk of the cross-memory path (fits L2 with its operand)
+  std::chrono::nanoseconds spin{50'000};  // MEGASCALE_SHM_SPIN_NS: busy-wait before yielding or sleeping
+  std::chrono::milliseconds timeout{300000};
+};
+
+/// One collective call as the engine sees it.
+struct NodeCall {
+  Collective collective;
+  const void* in;
+  void* out;
+  size_t count;  // elements: per rank for all-gather and reduce-scatter (NCCL's convention)
+  mscDataType_t type;
+  mscRedOp_t op;
+  uint32_t tag;  // equal on all ranks iff they agree on the call
+  const std::atomic<bool>* aborted = nullptr;
+  std::function<std::string()> describe;  // "all_reduce (1000 x float sum) #7", built only for errors
+};
+
+class NodeEngine {
+ public:
+  /// Finds a peer's region identity (store lookup or split table); may block; throws Error naming the peer.
+  using IdentityLookup = std::function<RegionIdentity(int peer)>;
+
+  /// Takes this rank's region (Region::create; made before the rank is known in a split); peers are mapped on
+  /// first use.
+  NodeEngine(int rank, int nranks, NodeOptions options, std::unique_ptr<Region> own, IdentityLookup lookup);
+  ~NodeEngine();
+
+  static bool handles(Collective c) {
+    return c == Collective::kAllReduce || c == Collective::kAllGather || c == Collective::kReduceScatter;
+  }
+  const RegionIdentity& identity() const { return own_->identity(); }
+  bool crossMemoryAttach() const { return cma_; }
+
+  Status run(const NodeCall& call);
+  /// Wakes this rank if it sleeps in a wait (abort).
+  void interrupt();
+  /// Tells peers this rank broke; their waits on it fail at once. Call from the thread that runs operations.
+  void markFailed();
+
+ private:
+  struct Stage {
+    static constexpr uint64_t kPosted = 1, kReduced = 2, kDone = 3;
+  };
+  static uint64_t stageOf(uint64_t seq, uint64_t k) { return 4 * seq + k; }
+
+  Status connect(const NodeCall& call);
+  Status allReduce(const NodeCall& call);
+  Status allReduceOneShot(const NodeCall& call);
+  Status allReduceRound(const NodeCall& call, size_t offset, size_t count);
+  Status allReduceCrossMemory(const NodeCall& call);
+  Status allGather(const NodeCall& call);
+  Status reduceScatter(const NodeCall& call);
+  Status reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst);
+  Status allGatherRound(const NodeCall& call, size_t offset, size_t count);
+  Status reduceScatterRound(const NodeCall& call, size_t offset, size_t count);
+
+  /// Writes this rank's descriptor for seq and releases stage (4 * seq + k); wakes sleeping peers.
+  void post(uint64_t seq, uint32_t tag, uint64_t bytes, const void* in, const void* out);
+  void publish(uint64_t stage_value);
+  /// Waits until every peer's stage reaches stage_value; with check, also that peers agree on the call.
+  Status awaitAll(uint64_t seq, uint64_t k, const NodeCall& call, uint64_t bytes, bool check);
+  Status awaitPeer(int peer, const std::atomic<uint64_t>& word, uint64_t value, const NodeCall& call,
+                   const char* waiting_for);
+  Status slowWait(int peer, const std::atomic<uint64_t>& word, uint64_t value, const NodeCall& call,
+                  const char* waiting_for);
+  Status fail(const NodeCall& call, ErrorCode code, const std::string& why) const;
+  /// Element range [*lo, *lo + *n) of part `index` when count elements are cut into nranks_ parts.
+  void part(size_t count, int index, size_t* lo, size_t* n) const;
+
+  const int rank_;
+  const int nranks_;
+  NodeOptions options_;
+  IdentityLookup lookup_;
+  std::unique_ptr<Region> own_;
+  std::vector<std::unique_ptr<Region>> peers_;  // by rank; [rank_] is empty
+  std::vector<RegionHeader*> headers_;          // by rank, own included
+  bool connected_ = false;
+  bool cma_ = false;          // every rank may read every other rank's memory
+  bool oversubscribed_ = false;
+  uint32_t spin_iterations_ = 0;
+  uint64_t seq_ = 0;          // last operation (round) started; equal on all ranks between calls
+  std::unique_ptr<uint8_t[]> chunk_;  // two reduction chunks for the cross-memory path
+};
+
+}  // namespace megascale::node

@@ -1,0 +1,101 @@
+// All-gather and reduce-scatter on one host: through slots in rounds, or by cross-memory attach when the
+// whole exchange is large (each rank then reads exactly the bytes it needs, straight from the peers' buffers).
+#include <cstring>
+
+#include "collectives/dtype.h"
+#include "collectives/node/node_engine.h"
+#include "collectives/reduce_kernels.h"
+
+namespace megascale::node {
+
+Status NodeEngine::allGather(const NodeCall& call) {
+  size_t es = dtypeSize(call.type);
+  size_t bytes = call.count * es;
+  if (cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
+    uint64_t seq = ++seq_;
+    uint8_t* out = static_cast<uint8_t*>(call.out);
+    post(seq, call.tag, bytes, call.in, call.out);
+    MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
+    uint8_t* own = out + static_cast<size_t>(rank_) * bytes;
+    if (own != call.in) std::memcpy(own, call.in, bytes);
+    for (int i = 1; i < nranks_; ++i) {
+      int q = (rank_ + i) % nranks_;
+      Status s = peers_[q]->readOwnerMemory(out + static_cast<size_t>(q) * bytes, headers_[q]->descriptor[seq & 1].in_addr,
+                                            bytes);
+      if (!s.isOk()) return fail(call, s.code(), s.message());
+    }
+    publish(stageOf(seq, Stage::kDone));  // peers may still be reading this rank's input
+    return awaitAll(seq, Stage::kDone, call, bytes, false);
+  }
+  size_t round = options_.slot_bytes / es;
+  size_t offset = 0;
+  do {
+    MSC_RETURN_IF_ERROR(allGatherRound(call, offset, std::min(round, call.count - offset)));
+    offset += round;
+  } while (offset < call.count);
+  return Status::ok();
+}
+
+Status NodeEngine::allGatherRound(const NodeCall& call, size_t offset, size_t count) {
+  uint64_t seq = ++seq_;
+  size_t es = dtypeSize(call.type);
+  size_t bytes = count * es;
+  const uint8_t* in = static_cast<const uint8_t*>(call.in) + offset * es;
+  uint8_t* out = static_cast<uint8_t*>(call.out);
+  std::memcpy(own_->slot(seq), in, bytes);
+  post(seq, call.tag, bytes, nullptr, nullptr);
+  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
+  for (int q = 0; q < nranks_; ++q) {
+    uint8_t* to = out + (static_cast<size_t>(q) * call.count + offset) * es;
+    const uint8_t* from = q == rank_ ? in : peers_[q]->slot(seq);
+    if (to != from) std::memcpy(to, from, bytes);
+  }
+  return Status::ok();
+}
+
+Status NodeEngine::reduceScatter(const NodeCall& call) {
+  size_t es = dtypeSize(call.type);
+  size_t bytes = call.count * es;
+  if (cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
+    uint64_t seq = ++seq_;
+    post(seq, call.tag, bytes, call.in, call.out);
+    MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
+    MSC_RETURN_IF_ERROR(
+        reduceCrossMemory(call, seq, static_cast<size_t>(rank_) * call.count, call.count, static_cast<uint8_t*>(call.out)));
+    publish(stageOf(seq, Stage::kDone));
+    return awaitAll(seq, Stage::kDone, call, bytes, false);
+  }
+  size_t round = options_.slot_bytes / es / static_cast<size_t>(nranks_);
+  size_t offset = 0;
+  do {
+    MSC_RETURN_IF_ERROR(reduceScatterRound(call, offset, std::min(round, call.count - offset)));
+    offset += round;
+  } while (offset < call.count);
+  return Status::ok();
+}
+
+// A round stages `count` elements of every rank's block (block q at q * count in the slot); rank r then
+// reduces block r over all slots, starting from its own input.
+Status NodeEngine::reduceScatterRound(const NodeCall& call, size_t offset, size_t count) {
+  uint64_t seq = ++seq_;
+  size_t es = dtypeSize(call.type);
+  size_t bytes = count * es;
+  const uint8_t* in = static_cast<const uint8_t*>(call.in);
+  uint8_t* mine = own_->slot(seq);
+  for (int q = 0; q < nranks_; ++q) {
+    if (q != rank_) std::memcpy(mine + static_cast<size_t>(q) * bytes, in + (static_cast<size_t>(q) * call.count + offset) * es, bytes);
+  }
+  post(seq, call.tag, bytes, nullptr, nullptr);
+  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
+  uint8_t* dst = static_cast<uint8_t*>(call.out) + offset * es;
+  const uint8_t* own = in + (static_cast<size_t>(rank_) * call.count + offset) * es;
+  for (int i = 1; i < nranks_; ++i) {
+    int q = (rank_ + i) % nranks_;
+    reduceElements(call.type, call.op, dst, i == 1 ? own : dst, peers_[q]->slot(seq) + static_cast<size_t>(rank_) * bytes,
+                   count);
+  }
+  if (call.op == mscAvg) finishAverage(call.type, dst, count, nranks_);
+  return Status::ok();
+}
+
+}  // namespace megascale::node
