@@ -44,7 +44,6 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   o.node.one_shot_max = bytes("MEGASCALE_SHM_ONESHOT_MAX", 0);
   o.node.cma_min = bytes("MEGASCALE_SHM_CMA_MIN", 0);
   o.node.spin = std::chrono::nanoseconds(bytes("MEGASCALE_SHM_SPIN_NS", 0));
-  o.node.timeout = o.timeout;
   o.inline_bytes = bytes("MEGASCALE_INLINE_BYTES", 0);
   return o;
 }
@@ -79,6 +78,7 @@ std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank,
   std::string who = "rank " + std::to_string(rank);
   std::shared_ptr<Store> store = connectStore(id, who, options.timeout);
   options.transport_options.secret = id.secret;
+  options.node.timeout = options.timeout;
   if (options.transport_options.bind_address.empty()) {
     StoreAddress sa = parseStoreUrl(id.store_url);
     std::string local = localAddressToward(sa.host, sa.port);
@@ -264,7 +264,19 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
   if (task.on_node && payload <= options_.inline_bytes && queue_.empty() && running_ == 0) {
     ++running_;
     lock.unlock();
-    execute(task, Status::ok());
+    bool done = false;
+    Status status = runGuarded(task, &done);
+    if (done || !status.isOk()) {
+      finishTask(task, status);
+      return work;
+    }
+    // Peers are slow: the worker finishes it, ahead of anything issued later.
+    task.resume = true;
+    lock.lock();
+    queue_.push_front(std::move(task));
+    --running_;
+    lock.unlock();
+    queue_cv_.notify_all();
     return work;
   }
   queue_.push_back(std::move(task));
@@ -300,24 +312,36 @@ void Communicator::workerLoop(std::stop_token stop) {
 }
 
 void Communicator::execute(Task& task, Status broken) {
+  Status status = broken.isOk() ? runGuarded(task, nullptr)
+                                 : Status(ErrorCode::kAborted, task.describe() + ": rank " + std::to_string(rank_) +
+                                                                   ": communicator is broken by an earlier error: " +
+                                                                   broken.message());
+  finishTask(task, status);
+}
+
+node::NodeCall Communicator::nodeCall(Task& task) {
+  return node::NodeCall{task.spec.collective, task.in,  task.out, task.spec.count, task.type,
+                        task.op,              task.tag, &aborted_, [&task] { return task.describe(); }};
+}
+
+Status Communicator::runGuarded(Task& task, bool* done) {
   Status status;
-  if (broken.isOk()) {
-    try {
-      status = run(task);
-    } catch (const Error& e) {
-      status = Status(e.code(), task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
-    } catch (const std::exception& e) {
-      status = Status(ErrorCode::kInternal, task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
-    }
-    if (!status.isOk()) {
-      MSC_LOG_WARN("%s", status.message().c_str());
-      links_->closeAll();  // peers blocked on us fail now rather than at their timeout
-      if (node_) node_->markFailed();
-    }
-  } else {
-    status = Status(ErrorCode::kAborted, task.describe() + ": rank " + std::to_string(rank_) +
-                                             ": communicator is broken by an earlier error: " + broken.message());
+  try {
+    status = done != nullptr ? node_->begin(nodeCall(task), done) : run(task);
+  } catch (const Error& e) {
+    status = Status(e.code(), task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
+  } catch (const std::exception& e) {
+    status = Status(ErrorCode::kInternal, task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
   }
+  if (!status.isOk()) {
+    MSC_LOG_WARN("%s", status.message().c_str());
+    links_->closeAll();  // peers blocked on us fail now rather than at their timeout
+    if (node_) node_->markFailed();
+  }
+  return status;
+}
+
+void Communicator::finishTask(Task& task, const Status& status) {
   if (!status.isOk()) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     if (broken_.isOk()) broken_ = status;
@@ -340,6 +364,7 @@ void Communicator::execute(Task& task, Status broken) {
 }
 
 Status Communicator::run(Task& task) {
+  if (task.on_node) return task.resume ? node_->resume(nodeCall(task)) : node_->run(nodeCall(task));
   ExecutionContext ctx;
   ctx.rank = rank_;
   ctx.operation = task.describe();
@@ -351,11 +376,6 @@ Status Communicator::run(Task& task) {
     std::vector<void*> buffers = {nullptr, nullptr, nullptr};
     for (const PointToPoint& p : task.p2p) buffers.push_back(p.buffer);
     return executeSchedule(pointToPointSchedule(task), buffers, mscUint8, mscSum, *links_, ctx);
-  }
-  if (task.on_node) {
-    node::NodeCall call{task.spec.collective, task.in, task.out, task.spec.count, task.type, task.op,
-                        task.tag, &aborted_, [&task] { return task.describe(); }};
-    return node_->run(call);
   }
   Schedule schedule = buildSchedule(task.spec);
   return executeSchedule(schedule, {const_cast<void*>(task.in), task.out}, task.type, task.op, *links_, ctx);

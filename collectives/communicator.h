@@ -93,6 +93,7 @@ class Communicator {
     mscRedOp_t op;
     std::vector<PointToPoint> p2p;
     bool on_node = false;  // runs on the node engine, not as a schedule over the transport
+    bool resume = false;   // started on the caller's thread (NodeEngine::begin); the worker finishes it
     uint32_t seq = 0;
     uint32_t tag = 0;
     std::shared_ptr<Work> work;
@@ -108,8 +109,13 @@ class Communicator {
   void validate(const char* op, const void* in, const void* out, size_t count, mscDataType_t type, mscRedOp_t op_id,
                 int root, bool needs_op, bool needs_root) const;
   void workerLoop(std::stop_token stop);
-  /// Runs a dequeued (or inline) task and finishes its Work; running_ was raised for it.
+  /// Runs a dequeued task and finishes its Work; running_ was raised for it.
   void execute(Task& task, Status broken);
+  /// Runs the task (done == null) or begins it on the node engine; a failure breaks the communicator.
+  Status runGuarded(Task& task, bool* done);
+  /// Records a failure, finishes the Work, lowers running_ and wakes whoever waits.
+  void finishTask(Task& task, const Status& status);
+  node::NodeCall nodeCall(Task& task);
   Status run(Task& task);
   Schedule pointToPointSchedule(const Task& task) const;
 

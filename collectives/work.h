@@ -1,6 +1,7 @@
 // A handle on one queued operation: test() polls, wait(timeout) blocks, status() tells how it ended.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -23,7 +24,7 @@ class Work {
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};  // set (release) after status_; status_ never changes once done_ is seen
   Status status_;
 };
 

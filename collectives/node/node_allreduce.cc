@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "collectives/dtype.h"
+#include "collectives/kernels/stream_copy.h"
 #include "collectives/node/node_engine.h"
 #include "collectives/reduce_kernels.h"
 
@@ -11,7 +12,9 @@ namespace megascale::node {
 Status NodeEngine::allReduce(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   size_t bytes = call.count * es;
-  if (bytes <= options_.one_shot_max && bytes <= options_.slot_bytes) return allReduceOneShot(call);
+  Quick quick = quickPath(call);
+  if (quick == Quick::kCombining) return allReduceCombining(call);
+  if (quick == Quick::kOneShot) return allReduceOneShot(call);
   if (cma_ && bytes >= options_.cma_min) return allReduceCrossMemory(call);
   size_t round = options_.slot_bytes / es;
   size_t offset = 0;
@@ -23,12 +26,19 @@ Status NodeEngine::allReduce(const NodeCall& call) {
 }
 
 // Small payloads: latency is two cache-line hand-offs, so every rank reads all n slots and reduces them itself.
-Status NodeEngine::allReduceOneShot(const NodeCall& call) {
+Status NodeEngine::allReduceOneShot(const NodeCall& call) { return allReduceOneShotFinish(call, allReduceOneShotPost(call)); }
+
+uint64_t NodeEngine::allReduceOneShotPost(const NodeCall& call) {
   uint64_t seq = ++seq_;
   size_t bytes = call.count * dtypeSize(call.type);
-  uint8_t* mine = own_->slot(seq);
-  if (bytes > 0) std::memcpy(mine, call.in, bytes);
+  if (bytes > 0) std::memcpy(own_->slot(seq), call.in, bytes);
   post(seq, call.tag, bytes, nullptr, nullptr);
+  return seq;
+}
+
+Status NodeEngine::allReduceOneShotFinish(const NodeCall& call, uint64_t seq) {
+  size_t bytes = call.count * dtypeSize(call.type);
+  uint8_t* mine = own_->slot(seq);
   MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
   auto source = [&](int q) -> const void* {
     if (q == rank_) return call.in == call.out ? mine : call.in;
@@ -37,6 +47,56 @@ Status NodeEngine::allReduceOneShot(const NodeCall& call) {
   reduceElements(call.type, call.op, call.out, source(0), source(1), call.count);
   for (int q = 2; q < nranks_; ++q) reduceElements(call.type, call.op, call.out, call.out, source(q), call.count);
   if (call.op == mscAvg) finishAverage(call.type, call.out, call.count, nranks_);
+  return Status::ok();
+}
+
+// Small payloads with more ranks than cores: a rank that reads all n slots holds a core the others need, and
+// the cache misses add up. Instead each rank stages its input and counts itself in; the last to arrive reduces
+// once into rank 0's result buffer and releases it; the others copy the result when they next run.
+Status NodeEngine::allReduceCombining(const NodeCall& call) {
+  return allReduceCombiningFinish(call, allReduceCombiningArrive(call));
+}
+
+uint64_t NodeEngine::allReduceCombiningArrive(const NodeCall& call) {
+  uint64_t seq = ++seq_;
+  uint64_t round = ++combining_rounds_;
+  size_t bytes = call.count * dtypeSize(call.type);
+  if (bytes > 0) std::memcpy(own_->slot(seq), call.in, bytes);
+  headers_[rank_]->descriptor[seq & 1] = OpDescriptor{call.tag, 0, bytes, 0, 0};
+  RegionHeader* root = headers_[0];
+  const Region& root_region = rank_ == 0 ? *own_ : *peers_[0];
+  uint64_t arrived = root->arrivals.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (arrived == round * static_cast<uint64_t>(nranks_)) {
+    bool agree = true;
+    for (int q = 0; q < nranks_; ++q) {
+      const OpDescriptor& d = headers_[q]->descriptor[seq & 1];
+      agree = agree && d.tag == call.tag && d.bytes == bytes;
+    }
+    if (agree) {
+      auto source = [&](int q) { return q == rank_ ? own_->slot(seq) : peers_[q]->slot(seq); };
+      uint8_t* result = root_region.result(round);
+      reduceElements(call.type, call.op, result, source(0), source(1), call.count);
+      for (int q = 2; q < nranks_; ++q) reduceElements(call.type, call.op, result, result, source(q), call.count);
+      if (call.op == mscAvg) finishAverage(call.type, result, call.count, nranks_);
+    } else {
+      root->result_mismatch = round;
+    }
+    root->result_seq.store(round, std::memory_order_seq_cst);
+    wakeSleepingPeers();
+  }
+  return round;
+}
+
+Status NodeEngine::allReduceCombiningFinish(const NodeCall& call, uint64_t round) {
+  size_t bytes = call.count * dtypeSize(call.type);
+  RegionHeader* root = headers_[0];
+  const Region& root_region = rank_ == 0 ? *own_ : *peers_[0];
+  MSC_RETURN_IF_ERROR(awaitPeer(-1, root->result_seq, round, call, "combined result"));
+  if (root->result_mismatch == round) {
+    return fail(call, ErrorCode::kMismatch,
+                "ranks called different operations (count, type, op or order differ between ranks)");
+  }
+  if (bytes > 0) std::memcpy(call.out, root_region.result(round), bytes);
   return Status::ok();
 }
 
@@ -96,23 +156,28 @@ Status NodeEngine::allReduceCrossMemory(const NodeCall& call) {
   return awaitAll(seq, Stage::kDone, call, bytes, false);
 }
 
-// dst[0, count) = reduction over ranks of input elements [first, first + count), this rank's first; peers'
-// elements are pulled in chunks small enough that the chunk and its partner stay in L2.
+// dst[0, count) = reduction over ranks of input elements [first, first + count), this rank's first. Peers'
+// elements are pulled in chunks that stay in L2 with their partner; the chunk is reduced there and, for
+// outputs larger than the cache, streamed out with non-temporal stores (no read of the destination lines).
 Status NodeEngine::reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst) {
   size_t es = dtypeSize(call.type);
   size_t chunk = options_.chunk_bytes / es;
+  bool stream = count * es >= options_.stream_min;
+  uint8_t* acc = chunk_.get();
+  uint8_t* pulled = chunk_.get() + options_.chunk_bytes;
   const uint8_t* own = static_cast<const uint8_t*>(call.in) + first * es;
   for (size_t c = 0; c < count; c += chunk) {
     size_t m = std::min(chunk, count - c);
-    uint8_t* d = dst + c * es;
+    uint8_t* d = stream ? acc : dst + c * es;
     for (int i = 1; i < nranks_; ++i) {
       int q = (rank_ + i) % nranks_;
       uint64_t remote = headers_[q]->descriptor[seq & 1].in_addr + (first + c) * es;
-      Status s = peers_[q]->readOwnerMemory(chunk_.get(), remote, m * es);
+      Status s = peers_[q]->readOwnerMemory(pulled, remote, m * es);
       if (!s.isOk()) return fail(call, s.code(), s.message());
-      reduceElements(call.type, call.op, d, i == 1 ? own + c * es : d, chunk_.get(), m);
+      reduceElements(call.type, call.op, d, i == 1 ? own + c * es : d, pulled, m);
     }
     if (call.op == mscAvg) finishAverage(call.type, d, m, nranks_);
+    if (stream) kernels::streamCopy(dst + c * es, acc, m * es);
   }
   return Status::ok();
 }

@@ -1,6 +1,7 @@
 #include "collectives/node/node_engine.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -42,10 +43,14 @@ NodeEngine::NodeEngine(int rank, int nranks, NodeOptions options, std::unique_pt
   options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 4096);
   own_->header()->rank = rank;
   options_.slot_bytes = own_->slotBytes();
+  if (getenv("XSTREAM")) options_.stream_min = atoll(getenv("XSTREAM"));
+  if (getenv("XCHUNK")) options_.chunk_bytes = atoll(getenv("XCHUNK"));
   // More ranks than cores: a spinning waiter would hold the core the rank it waits for needs.
   oversubscribed_ = nranks_ > usableCpus();
+  // An algorithm choice: every rank must make the same one, so it depends on the host, not on affinity.
+  combine_small_ = nranks_ > static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   uint64_t spin_us = static_cast<uint64_t>(options_.spin.count() / 1000);
-  spin_iterations_ = oversubscribed_ ? 16 : static_cast<uint32_t>(std::min<uint64_t>(spin_us * pausesPerMicrosecond(), 1u << 30));
+  spin_iterations_ = oversubscribed_ ? 4 : static_cast<uint32_t>(std::min<uint64_t>(spin_us * pausesPerMicrosecond(), 1u << 30));
 }
 
 NodeEngine::~NodeEngine() = default;
@@ -95,7 +100,7 @@ Status NodeEngine::connect(const NodeCall& call) {
   }
   cma_ = all;
   if (!cma_) MSC_LOG_INFO("node engine: cross-memory attach not allowed between all ranks; large messages use slots");
-  chunk_.reset(new uint8_t[options_.chunk_bytes]);
+  chunk_.reset(new uint8_t[2 * options_.chunk_bytes]);
   connected_ = true;
   return Status::ok();
 }

@@ -30,6 +30,7 @@ struct NodeOptions {
   size_t one_shot_max = 32 << 10;     // MEGASCALE_SHM_ONESHOT_MAX: all-reduce payloads reduced by every rank
   size_t cma_min = 1 << 20;           // MEGASCALE_SHM_CMA_MIN: payloads (all ranks' data) read across processes
   size_t chunk_bytes = 128 << 10;     // reduction chunk of the cross-memory path (fits L2 with its operand)
+  size_t stream_min = 16 << 20;       // outputs at least this large are written with non-temporal stores
   std::chrono::nanoseconds spin{50'000};  // MEGASCALE_SHM_SPIN_NS: busy-wait before yielding or sleeping
   std::chrono::milliseconds timeout{300000};
 };
@@ -63,7 +64,14 @@ class NodeEngine {
   const RegionIdentity& identity() const { return own_->identity(); }
   bool crossMemoryAttach() const { return cma_; }
 
+  /// Runs the whole operation, waiting as long as peers need (up to the timeout).
   Status run(const NodeCall& call);
+  /// For the caller's own thread: starts the operation and finishes it if peers keep up within the spin
+  /// budget, so a small collective costs no thread hand-off. Never waits much longer than the budget (callers
+  /// may issue on several communicators before waiting). *done false: resume() must run next, on any thread.
+  Status begin(const NodeCall& call, bool* done);
+  /// Finishes what begin() left (possibly all of it), waiting as long as needed.
+  Status resume(const NodeCall& call);
   /// Wakes this rank if it sleeps in a wait (abort).
   void interrupt();
   /// Tells peers this rank broke; their waits on it fail at once. Call from the thread that runs operations.
@@ -78,19 +86,36 @@ class NodeEngine {
   Status connect(const NodeCall& call);
   Status allReduce(const NodeCall& call);
   Status allReduceOneShot(const NodeCall& call);
+  uint64_t allReduceOneShotPost(const NodeCall& call);
+  Status allReduceOneShotFinish(const NodeCall& call, uint64_t seq);
+  Status allReduceCombining(const NodeCall& call);
+  uint64_t allReduceCombiningArrive(const NodeCall& call);
+  Status allReduceCombiningFinish(const NodeCall& call, uint64_t round);
   Status allReduceRound(const NodeCall& call, size_t offset, size_t count);
   Status allReduceCrossMemory(const NodeCall& call);
   Status allGather(const NodeCall& call);
   Status reduceScatter(const NodeCall& call);
   Status reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst);
   Status allGatherRound(const NodeCall& call, size_t offset, size_t count);
+  uint64_t allGatherPost(const NodeCall& call, size_t offset, size_t count);
+  Status allGatherFinish(const NodeCall& call, uint64_t seq, size_t offset, size_t count);
   Status reduceScatterRound(const NodeCall& call, size_t offset, size_t count);
+  uint64_t reduceScatterPost(const NodeCall& call, size_t offset, size_t count);
+  Status reduceScatterFinish(const NodeCall& call, uint64_t seq, size_t offset, size_t count);
+  /// Which single-round path a small call takes (kNone: a multi-phase one that only run() does).
+  enum class Quick { kNone, kOneShot, kCombining, kGather, kScatter };
+  Quick quickPath(const NodeCall& call) const;
+  /// Spins (or yields, oversubscribed) up to the spin budget; true once ready() holds.
+  template <typename Ready>
+  bool settlesSoon(Ready ready) const;
 
   /// Writes this rank's descriptor for seq and releases stage (4 * seq + k); wakes sleeping peers.
   void post(uint64_t seq, uint32_t tag, uint64_t bytes, const void* in, const void* out);
   void publish(uint64_t stage_value);
+  void wakeSleepingPeers();
   /// Waits until every peer's stage reaches stage_value; with check, also that peers agree on the call.
   Status awaitAll(uint64_t seq, uint64_t k, const NodeCall& call, uint64_t bytes, bool check);
+  /// Waits until word >= value; peer is the rank expected to move it (-1: any rank), named in errors.
   Status awaitPeer(int peer, const std::atomic<uint64_t>& word, uint64_t value, const NodeCall& call,
                    const char* waiting_for);
   Status slowWait(int peer, const std::atomic<uint64_t>& word, uint64_t value, const NodeCall& call,
@@ -108,10 +133,16 @@ class NodeEngine {
   std::vector<RegionHeader*> headers_;          // by rank, own included
   bool connected_ = false;
   bool cma_ = false;          // every rank may read every other rank's memory
-  bool oversubscribed_ = false;
+  bool oversubscribed_ = false;  // more ranks than this rank's cores: yield instead of spinning
+  bool combine_small_ = false;   // more ranks than the host's cores: small all-reduces combine on one rank
+  uint64_t combining_rounds_ = 0;
+  // Set by begin() when it returns unfinished: what resume() must complete.
+  Quick pending_ = Quick::kNone;
+  bool pending_whole_ = false;
+  uint64_t pending_seq_ = 0;
   uint32_t spin_iterations_ = 0;
   uint64_t seq_ = 0;          // last operation (round) started; equal on all ranks between calls
-  std::unique_ptr<uint8_t[]> chunk_;  // two reduction chunks for the cross-memory path
+  std::unique_ptr<uint8_t[]> chunk_;  // the cross-memory path's accumulator and pulled chunk
 };
 
 }  // namespace megascale::node

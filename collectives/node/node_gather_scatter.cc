@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "collectives/dtype.h"
+#include "collectives/kernels/stream_copy.h"
 #include "collectives/node/node_engine.h"
 #include "collectives/reduce_kernels.h"
 
@@ -11,13 +12,16 @@ namespace megascale::node {
 Status NodeEngine::allGather(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   size_t bytes = call.count * es;
-  if (cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
+  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
     uint64_t seq = ++seq_;
     uint8_t* out = static_cast<uint8_t*>(call.out);
     post(seq, call.tag, bytes, call.in, call.out);
     MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
     uint8_t* own = out + static_cast<size_t>(rank_) * bytes;
-    if (own != call.in) std::memcpy(own, call.in, bytes);
+    if (own != call.in) {
+      if (bytes >= options_.stream_min) kernels::streamCopy(own, call.in, bytes);
+      else std::memcpy(own, call.in, bytes);
+    }
     for (int i = 1; i < nranks_; ++i) {
       int q = (rank_ + i) % nranks_;
       Status s = peers_[q]->readOwnerMemory(out + static_cast<size_t>(q) * bytes, headers_[q]->descriptor[seq & 1].in_addr,
@@ -37,13 +41,22 @@ Status NodeEngine::allGather(const NodeCall& call) {
 }
 
 Status NodeEngine::allGatherRound(const NodeCall& call, size_t offset, size_t count) {
+  return allGatherFinish(call, allGatherPost(call, offset, count), offset, count);
+}
+
+uint64_t NodeEngine::allGatherPost(const NodeCall& call, size_t offset, size_t count) {
   uint64_t seq = ++seq_;
+  size_t es = dtypeSize(call.type);
+  std::memcpy(own_->slot(seq), static_cast<const uint8_t*>(call.in) + offset * es, count * es);
+  post(seq, call.tag, count * es, nullptr, nullptr);
+  return seq;
+}
+
+Status NodeEngine::allGatherFinish(const NodeCall& call, uint64_t seq, size_t offset, size_t count) {
   size_t es = dtypeSize(call.type);
   size_t bytes = count * es;
   const uint8_t* in = static_cast<const uint8_t*>(call.in) + offset * es;
   uint8_t* out = static_cast<uint8_t*>(call.out);
-  std::memcpy(own_->slot(seq), in, bytes);
-  post(seq, call.tag, bytes, nullptr, nullptr);
   MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
   for (int q = 0; q < nranks_; ++q) {
     uint8_t* to = out + (static_cast<size_t>(q) * call.count + offset) * es;
@@ -56,7 +69,7 @@ Status NodeEngine::allGatherRound(const NodeCall& call, size_t offset, size_t co
 Status NodeEngine::reduceScatter(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   size_t bytes = call.count * es;
-  if (cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
+  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
     uint64_t seq = ++seq_;
     post(seq, call.tag, bytes, call.in, call.out);
     MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
@@ -77,6 +90,10 @@ Status NodeEngine::reduceScatter(const NodeCall& call) {
 // A round stages `count` elements of every rank's block (block q at q * count in the slot); rank r then
 // reduces block r over all slots, starting from its own input.
 Status NodeEngine::reduceScatterRound(const NodeCall& call, size_t offset, size_t count) {
+  return reduceScatterFinish(call, reduceScatterPost(call, offset, count), offset, count);
+}
+
+uint64_t NodeEngine::reduceScatterPost(const NodeCall& call, size_t offset, size_t count) {
   uint64_t seq = ++seq_;
   size_t es = dtypeSize(call.type);
   size_t bytes = count * es;
@@ -86,6 +103,13 @@ Status NodeEngine::reduceScatterRound(const NodeCall& call, size_t offset, size_
     if (q != rank_) std::memcpy(mine + static_cast<size_t>(q) * bytes, in + (static_cast<size_t>(q) * call.count + offset) * es, bytes);
   }
   post(seq, call.tag, bytes, nullptr, nullptr);
+  return seq;
+}
+
+Status NodeEngine::reduceScatterFinish(const NodeCall& call, uint64_t seq, size_t offset, size_t count) {
+  size_t es = dtypeSize(call.type);
+  size_t bytes = count * es;
+  const uint8_t* in = static_cast<const uint8_t*>(call.in);
   MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
   uint8_t* dst = static_cast<uint8_t*>(call.out) + offset * es;
   const uint8_t* own = in + (static_cast<size_t>(rank_) * call.count + offset) * es;

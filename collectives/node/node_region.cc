@@ -36,7 +36,7 @@ bool RegionIdentity::parse(const std::string& text, RegionIdentity* out) {
 
 std::unique_ptr<Region> Region::create(int rank, size_t slot_bytes) {
   slot_bytes = (slot_bytes + 4095) / 4096 * 4096;
-  size_t bytes = kHeaderBytes + 2 * slot_bytes;
+  size_t bytes = kSlotsOffset + 2 * slot_bytes;
   int fd = memfd_create("megascale-node", MFD_CLOEXEC);
   if (fd < 0) throw Error(ErrorCode::kSystem, "node region: memfd_create failed: " + errnoText(errno));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -99,9 +99,10 @@ Status Region::attach(const RegionIdentity& id, int peer, std::unique_ptr<Region
   r->header_ = static_cast<RegionHeader*>(base);
   r->identity_ = id;
   r->pidfd_ = pidfd;
+  r->rank_ = peer;
   const RegionHeader* h = r->header_;
-  if (h->magic != kRegionMagic || h->token != id.token || h->pid != id.pid || h->rank != peer ||
-      kHeaderBytes + 2 * h->slot_bytes != id.bytes) {
+  if (h->magic != kRegionMagic || h->token != id.token || h->pid != id.pid ||
+      kSlotsOffset + 2 * h->slot_bytes != id.bytes) {
     return Status(ErrorCode::kPeerLost, who + ": " + path + " is not the announced shared memory (magic or token)");
   }
   *out = std::move(r);
@@ -129,8 +130,7 @@ Status Region::readOwnerMemory(void* local, uint64_t remote, size_t bytes) const
     if (n <= 0) {
       int err = n < 0 ? errno : EIO;
       return Status(err == ESRCH ? ErrorCode::kPeerLost : ErrorCode::kSystem,
-                    "process_vm_readv of " + std::to_string(bytes) + " bytes from rank " +
-                        std::to_string(header_->rank) + " (pid " + std::to_string(identity_.pid) +
+                    "process_vm_readv of " + std::to_string(bytes) + " bytes from rank " + std::to_string(rank_) + " (pid " + std::to_string(identity_.pid) +
                         ") failed: " + errnoText(err));
     }
     to += n;

@@ -43,19 +43,25 @@ struct alignas(64) RegionHeader {
   uint64_t slot_bytes;
   uint64_t self_address;  // where this header lies in the owner's address space (cross-memory attach probe)
   int32_t pid;
-  int32_t rank;
+  int32_t rank;  // informational (a split learns it after peers may have mapped the region)
   // Written by the owner. stage = 4 * seq + k (k: 1 posted, 2 reduced, 3 done); the descriptor of an
   // operation is written before its stage is released, and stays valid until every peer has moved past it.
   alignas(64) std::atomic<uint64_t> stage;
   OpDescriptor descriptor[2];  // by seq parity
   alignas(64) std::atomic<uint64_t> ready;   // 0 until the owner has mapped every peer; then 1, or 2 if it can CMA
   std::atomic<uint64_t> failed;              // nonzero once the owner's communicator broke
+  // Rank 0's only (combining all-reduce, node_allreduce.cc): every rank adds 1 per operation; the rank that
+  // brings it to n * seq reduces all slots into result[seq & 1] and releases result_seq = seq.
+  alignas(64) std::atomic<uint64_t> arrivals;
+  alignas(64) std::atomic<uint64_t> result_seq;
+  uint64_t result_mismatch;  // seq of an operation whose ranks disagreed, set before result_seq
   // Written by peers: bumping wake_word (then FUTEX_WAKE) wakes the owner while `sleeping` is set.
   alignas(64) std::atomic<uint32_t> wake_word;
   std::atomic<uint32_t> sleeping;
 };
 
 constexpr size_t kHeaderBytes = 4096;
+constexpr size_t kResultBytes = 16 << 10;  // each of rank 0's two combining results
 static_assert(sizeof(RegionHeader) <= kHeaderBytes);
 
 /// A mapped region: this rank's own (created), or a peer's (attached).
@@ -73,7 +79,8 @@ class Region {
   Region& operator=(const Region&) = delete;
 
   RegionHeader* header() const { return header_; }
-  uint8_t* slot(uint64_t seq) const { return base_ + kHeaderBytes + (seq & 1) * header_->slot_bytes; }
+  uint8_t* slot(uint64_t seq) const { return base_ + kSlotsOffset + (seq & 1) * header_->slot_bytes; }
+  uint8_t* result(uint64_t seq) const { return base_ + kHeaderBytes + (seq & 1) * kResultBytes; }
   size_t slotBytes() const { return header_->slot_bytes; }
   const RegionIdentity& identity() const { return identity_; }
   /// True once the owning process has exited (pidfd readable); peers only.
@@ -82,6 +89,7 @@ class Region {
   Status readOwnerMemory(void* local, uint64_t remote, size_t bytes) const;
 
  private:
+  static constexpr size_t kSlotsOffset = kHeaderBytes + 2 * kResultBytes;
   Region() = default;
   uint8_t* base_ = nullptr;
   size_t mapped_ = 0;
@@ -89,6 +97,7 @@ class Region {
   RegionIdentity identity_;
   int fd_ = -1;     // own region: the memfd, kept open so peers can reach it through /proc
   int pidfd_ = -1;  // peer region: the owner's pidfd
+  int rank_ = -1;   // the owner's rank in the communicator
 };
 
 }  // namespace megascale::node

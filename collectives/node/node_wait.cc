@@ -26,7 +26,9 @@ void wakeOwner(RegionHeader* h) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&h->wake_word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-constexpr uint32_t kYieldsBeforeSleep = 2000;   // oversubscribed only; a yield is ~1 us when others run
+// Oversubscribed waiters yield (~1 us a switch here) for ~10-20 ms before sleeping: a futex wake-up costs
+// more than a switch, and measured on 2 cores with 8 ranks, sleeping after ~2 ms doubled small latencies.
+constexpr uint32_t kYieldsBeforeSleep = 20000;
 constexpr long kSleepSliceNs = 10'000'000;      // futex waits re-check abort, peer failure and deadline
 
 }  // namespace
@@ -39,6 +41,10 @@ void NodeEngine::post(uint64_t seq, uint32_t tag, uint64_t bytes, const void* in
 
 void NodeEngine::publish(uint64_t stage_value) {
   headers_[rank_]->stage.store(stage_value, std::memory_order_seq_cst);
+  wakeSleepingPeers();
+}
+
+void NodeEngine::wakeSleepingPeers() {
   for (int q = 0; q < nranks_; ++q) {
     if (q != rank_ && headers_[q] != nullptr && headers_[q]->sleeping.load(std::memory_order_seq_cst) != 0) {
       wakeOwner(headers_[q]);
@@ -82,16 +88,20 @@ Status NodeEngine::slowWait(int peer, const std::atomic<uint64_t>& word, uint64_
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   uint32_t yields = 0;
   auto trouble = [&]() -> Status {
-    std::string waiting = " while this rank waited for rank " + std::to_string(peer) + "'s " + waiting_for;
+    std::string waiting = " while this rank waited for " +
+                          (peer >= 0 ? "rank " + std::to_string(peer) + "'s " : std::string("the ")) + waiting_for;
     if (call.aborted != nullptr && call.aborted->load(std::memory_order_relaxed)) {
       return fail(call, ErrorCode::kAborted, "aborted by the user");
     }
-    if (headers_[peer]->failed.load(std::memory_order_acquire) != 0) {
-      return fail(call, ErrorCode::kPeerLost, "rank " + std::to_string(peer) + " failed" + waiting);
-    }
-    if (peers_[peer] && peers_[peer]->ownerExited()) {
-      return fail(call, ErrorCode::kPeerLost,
-                  "rank " + std::to_string(peer) + " (pid " + std::to_string(headers_[peer]->pid) + ") exited" + waiting);
+    for (int q = 0; q < nranks_; ++q) {
+      if (q == rank_ || (peer >= 0 && q != peer)) continue;
+      if (headers_[q]->failed.load(std::memory_order_acquire) != 0) {
+        return fail(call, ErrorCode::kPeerLost, "rank " + std::to_string(q) + " failed" + waiting);
+      }
+      if (peers_[q]->ownerExited()) {
+        return fail(call, ErrorCode::kPeerLost,
+                    "rank " + std::to_string(q) + " (pid " + std::to_string(headers_[q]->pid) + ") exited" + waiting);
+      }
     }
     if (std::chrono::steady_clock::now() > deadline) {
       return fail(call, ErrorCode::kTimeout,
