@@ -148,12 +148,23 @@ Status NodeEngine::allReduceCrossMemory(const NodeCall& call) {
   for (int i = 1; i < nranks_; ++i) {
     int q = (rank_ + i) % nranks_;
     part(call.count, q, &lo, &n);
-    Status s = peers_[q]->readOwnerMemory(out + lo * es, headers_[q]->descriptor[seq & 1].out_addr + lo * es, n * es);
-    if (!s.isOk()) return fail(call, s.code(), s.message());
+    MSC_RETURN_IF_ERROR(pull(call, q, out + lo * es, headers_[q]->descriptor[seq & 1].out_addr + lo * es, n * es));
   }
   // Peers read this rank's output until they are done; only then may the caller reuse it.
   publish(stageOf(seq, Stage::kDone));
   return awaitAll(seq, Stage::kDone, call, bytes, false);
+}
+
+bool NodeEngine::streams(const NodeCall& call, size_t bytes) const {
+  // In place, the destination lines were just read, so they are in cache and a plain store costs no extra read.
+  return bytes >= options_.stream_min && call.in != call.out;
+}
+
+Status NodeEngine::pull(const NodeCall& call, int peer, uint8_t* dst, uint64_t remote, size_t bytes) {
+  // Straight into place: streaming through a cache-sized chunk instead measured slower here (the extra copy
+  // costs more than the kernel's destination reads save).
+  Status s = peers_[peer]->readOwnerMemory(dst, remote, bytes);
+  return s.isOk() ? s : fail(call, s.code(), s.message());
 }
 
 // dst[0, count) = reduction over ranks of input elements [first, first + count), this rank's first. Peers'
@@ -162,7 +173,7 @@ Status NodeEngine::allReduceCrossMemory(const NodeCall& call) {
 Status NodeEngine::reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst) {
   size_t es = dtypeSize(call.type);
   size_t chunk = options_.chunk_bytes / es;
-  bool stream = count * es >= options_.stream_min;
+  bool stream = streams(call, count * es);
   uint8_t* acc = chunk_.get();
   uint8_t* pulled = chunk_.get() + options_.chunk_bytes;
   const uint8_t* own = static_cast<const uint8_t*>(call.in) + first * es;

@@ -43,8 +43,6 @@ NodeEngine::NodeEngine(int rank, int nranks, NodeOptions options, std::unique_pt
   options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 4096);
   own_->header()->rank = rank;
   options_.slot_bytes = own_->slotBytes();
-  if (getenv("XSTREAM")) options_.stream_min = atoll(getenv("XSTREAM"));
-  if (getenv("XCHUNK")) options_.chunk_bytes = atoll(getenv("XCHUNK"));
   // More ranks than cores: a spinning waiter would hold the core the rank it waits for needs.
   oversubscribed_ = nranks_ > usableCpus();
   // An algorithm choice: every rank must make the same one, so it depends on the host, not on affinity.

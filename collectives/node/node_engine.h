@@ -95,6 +95,10 @@ class NodeEngine {
   Status allReduceCrossMemory(const NodeCall& call);
   Status allGather(const NodeCall& call);
   Status reduceScatter(const NodeCall& call);
+  /// Whether an output of `bytes` is written with non-temporal stores.
+  bool streams(const NodeCall& call, size_t bytes) const;
+  /// Copies bytes from peer's memory at remote to dst (cross-memory attach).
+  Status pull(const NodeCall& call, int peer, uint8_t* dst, uint64_t remote, size_t bytes);
   Status reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst);
   Status allGatherRound(const NodeCall& call, size_t offset, size_t count);
   uint64_t allGatherPost(const NodeCall& call, size_t offset, size_t count);

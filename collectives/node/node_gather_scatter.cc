@@ -19,14 +19,12 @@ Status NodeEngine::allGather(const NodeCall& call) {
     MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
     uint8_t* own = out + static_cast<size_t>(rank_) * bytes;
     if (own != call.in) {
-      if (bytes >= options_.stream_min) kernels::streamCopy(own, call.in, bytes);
+      if (streams(call, bytes)) kernels::streamCopy(own, call.in, bytes);
       else std::memcpy(own, call.in, bytes);
     }
     for (int i = 1; i < nranks_; ++i) {
       int q = (rank_ + i) % nranks_;
-      Status s = peers_[q]->readOwnerMemory(out + static_cast<size_t>(q) * bytes, headers_[q]->descriptor[seq & 1].in_addr,
-                                            bytes);
-      if (!s.isOk()) return fail(call, s.code(), s.message());
+      MSC_RETURN_IF_ERROR(pull(call, q, out + static_cast<size_t>(q) * bytes, headers_[q]->descriptor[seq & 1].in_addr, bytes));
     }
     publish(stageOf(seq, Stage::kDone));  // peers may still be reading this rank's input
     return awaitAll(seq, Stage::kDone, call, bytes, false);
