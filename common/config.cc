@@ -34,6 +34,8 @@ const std::vector<Knob>& knobs() {
        "all-reduces up to this size are reduced by every rank from all inputs (lowest latency)"},
       {"MEGASCALE_SHM_CMA_MIN", Type::kInt, "1048576", "bytes", "collectives",
        "exchanges of at least this many bytes (all ranks together) read peers' buffers with process_vm_readv"},
+      {"MEGASCALE_SHM_STREAM_MIN", Type::kInt, "16777216", "bytes", "collectives",
+       "cross-memory reductions of at least this many bytes per rank write their output with non-temporal stores"},
       {"MEGASCALE_SHM_SPIN_NS", Type::kInt, "50000", "ns", "collectives",
        "busy-wait before sleeping on a futex (ranks <= cores; oversubscribed ranks yield instead)"},
       {"MEGASCALE_INLINE_BYTES", Type::kInt, "65536", "bytes", "collectives",

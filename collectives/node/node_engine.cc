@@ -46,7 +46,8 @@ NodeEngine::NodeEngine(int rank, int nranks, NodeOptions options, std::unique_pt
   // More ranks than cores: a spinning waiter would hold the core the rank it waits for needs.
   oversubscribed_ = nranks_ > usableCpus();
   // An algorithm choice: every rank must make the same one, so it depends on the host, not on affinity.
-  combine_small_ = nranks_ > static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  combine_small_ = options_.combine >= 0 ? options_.combine == 1
+                                         : nranks_ > static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   uint64_t spin_us = static_cast<uint64_t>(options_.spin.count() / 1000);
   spin_iterations_ = oversubscribed_ ? 4 : static_cast<uint32_t>(std::min<uint64_t>(spin_us * pausesPerMicrosecond(), 1u << 30));
 }

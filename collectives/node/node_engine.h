@@ -30,9 +30,10 @@ struct NodeOptions {
   size_t one_shot_max = 32 << 10;     // MEGASCALE_SHM_ONESHOT_MAX: all-reduce payloads reduced by every rank
   size_t cma_min = 1 << 20;           // MEGASCALE_SHM_CMA_MIN: payloads (all ranks' data) read across processes
   size_t chunk_bytes = 128 << 10;     // reduction chunk of the cross-memory path (fits L2 with its operand)
-  size_t stream_min = 16 << 20;       // outputs at least this large are written with non-temporal stores
+  size_t stream_min = 16 << 20;       // MEGASCALE_SHM_STREAM_MIN: larger outputs use non-temporal stores
   std::chrono::nanoseconds spin{50'000};  // MEGASCALE_SHM_SPIN_NS: busy-wait before yielding or sleeping
   std::chrono::milliseconds timeout{300000};
+  int combine = -1;  // small all-reduces combine on one rank: -1 when ranks outnumber the host's cores, 0 no, 1 yes
 };
 
 /// One collective call as the engine sees it.
