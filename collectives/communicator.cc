@@ -43,6 +43,7 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   o.node.slot_bytes = bytes("MEGASCALE_SHM_SLOT_BYTES", 4096);
   o.node.one_shot_max = bytes("MEGASCALE_SHM_ONESHOT_MAX", 0);
   o.node.cma_min = bytes("MEGASCALE_SHM_CMA_MIN", 0);
+  o.node.cma_min_gather = bytes("MEGASCALE_SHM_CMA_MIN_GATHER", 0);
   o.node.stream_min = bytes("MEGASCALE_SHM_STREAM_MIN", 0);
   o.node.spin = std::chrono::nanoseconds(bytes("MEGASCALE_SHM_SPIN_NS", 0));
   o.inline_bytes = bytes("MEGASCALE_INLINE_BYTES", 0);

@@ -16,13 +16,7 @@ Status NodeEngine::allReduce(const NodeCall& call) {
   if (quick == Quick::kCombining) return allReduceCombining(call);
   if (quick == Quick::kOneShot) return allReduceOneShot(call);
   if (cma_ && bytes >= options_.cma_min) return allReduceCrossMemory(call);
-  size_t round = options_.slot_bytes / es;
-  size_t offset = 0;
-  do {  // at least one round, so ranks that disagree about the count meet and find out
-    MSC_RETURN_IF_ERROR(allReduceRound(call, offset, std::min(round, call.count - offset)));
-    offset += round;
-  } while (offset < call.count);
-  return Status::ok();
+  return inRounds(call, options_.slot_bytes / es, &NodeEngine::allReduceRound);
 }
 
 // Small payloads: latency is two cache-line hand-offs, so every rank reads all n slots and reduces them itself.
@@ -131,8 +125,10 @@ Status NodeEngine::allReduceRound(const NodeCall& call, size_t offset, size_t co
 }
 
 // Large payloads: each rank reads its part of every peer's input straight from the peer's buffer, reduces it
-// into its own output, then reads every other part from the peer that reduced it. Bytes crossing between
-// processes per rank: (n-1)/n of the input twice; no staging copy.
+// in L2, and writes the result into its own output and every peer's (process_vm_writev), or (see push) peers
+// read it after a barrier. Bytes crossing between processes per rank: (n-1)/n of the input twice; no
+// staging copy. Writing saves a pass and a barrier: the result is still in cache when it is sent.
+// In place, the part a rank writes into a peer's buffer is one only that rank reads, and it has read it.
 Status NodeEngine::allReduceCrossMemory(const NodeCall& call) {
   uint64_t seq = ++seq_;
   size_t es = dtypeSize(call.type);
@@ -142,15 +138,20 @@ Status NodeEngine::allReduceCrossMemory(const NodeCall& call) {
   MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
   size_t lo, n;
   part(call.count, rank_, &lo, &n);
-  MSC_RETURN_IF_ERROR(reduceCrossMemory(call, seq, lo, n, out + lo * es));
-  publish(stageOf(seq, Stage::kReduced));
-  MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kReduced, call, bytes, false));
-  for (int i = 1; i < nranks_; ++i) {
-    int q = (rank_ + i) % nranks_;
-    part(call.count, q, &lo, &n);
-    MSC_RETURN_IF_ERROR(pull(call, q, out + lo * es, headers_[q]->descriptor[seq & 1].out_addr + lo * es, n * es));
+  // Measured on 2 cores: pushing wins for 2 ranks and in place (the destination lines are cached); with more
+  // ranks out of place, peers' writes into cold output lines cost more than pulling after a barrier.
+  bool push = nranks_ == 2 || call.in == call.out;
+  MSC_RETURN_IF_ERROR(reduceCrossMemory(call, seq, lo, n, out + lo * es, push));
+  if (!push) {
+    publish(stageOf(seq, Stage::kReduced));
+    MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kReduced, call, bytes, false));
+    for (int i = 1; i < nranks_; ++i) {
+      int q = (rank_ + i) % nranks_;
+      part(call.count, q, &lo, &n);
+      MSC_RETURN_IF_ERROR(pull(call, q, out + lo * es, headers_[q]->descriptor[seq & 1].out_addr + lo * es, n * es));
+    }
   }
-  // Peers read this rank's output until they are done; only then may the caller reuse it.
+  // Peers read this rank's buffers (and may write their parts into its output) until they are done.
   publish(stageOf(seq, Stage::kDone));
   return awaitAll(seq, Stage::kDone, call, bytes, false);
 }
@@ -170,16 +171,18 @@ Status NodeEngine::pull(const NodeCall& call, int peer, uint8_t* dst, uint64_t r
 // dst[0, count) = reduction over ranks of input elements [first, first + count), this rank's first. Peers'
 // elements are pulled in chunks that stay in L2 with their partner; the chunk is reduced there and, for
 // outputs larger than the cache, streamed out with non-temporal stores (no read of the destination lines).
-Status NodeEngine::reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst) {
+Status NodeEngine::reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst,
+                                     bool to_peers) {
   size_t es = dtypeSize(call.type);
   size_t chunk = options_.chunk_bytes / es;
   bool stream = streams(call, count * es);
+  bool staged = stream || to_peers;  // reduce into the L2 accumulator, then copy it out
   uint8_t* acc = chunk_.get();
   uint8_t* pulled = chunk_.get() + options_.chunk_bytes;
   const uint8_t* own = static_cast<const uint8_t*>(call.in) + first * es;
   for (size_t c = 0; c < count; c += chunk) {
     size_t m = std::min(chunk, count - c);
-    uint8_t* d = stream ? acc : dst + c * es;
+    uint8_t* d = staged ? acc : dst + c * es;
     for (int i = 1; i < nranks_; ++i) {
       int q = (rank_ + i) % nranks_;
       uint64_t remote = headers_[q]->descriptor[seq & 1].in_addr + (first + c) * es;
@@ -188,7 +191,16 @@ Status NodeEngine::reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t 
       reduceElements(call.type, call.op, d, i == 1 ? own + c * es : d, pulled, m);
     }
     if (call.op == mscAvg) finishAverage(call.type, d, m, nranks_);
-    if (stream) kernels::streamCopy(dst + c * es, acc, m * es);
+    if (stream) {
+      kernels::streamCopy(dst + c * es, acc, m * es);
+    } else if (staged) {
+      std::memcpy(dst + c * es, acc, m * es);
+    }
+    for (int i = 1; to_peers && i < nranks_; ++i) {
+      int q = (rank_ + i) % nranks_;
+      Status s = peers_[q]->writeOwnerMemory(acc, headers_[q]->descriptor[seq & 1].out_addr + (first + c) * es, m * es);
+      if (!s.isOk()) return fail(call, s.code(), s.message());
+    }
   }
   return Status::ok();
 }

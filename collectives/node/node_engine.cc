@@ -104,6 +104,19 @@ Status NodeEngine::connect(const NodeCall& call) {
   return Status::ok();
 }
 
+Status NodeEngine::inRounds(const NodeCall& call, size_t round, Status (NodeEngine::*one)(const NodeCall&, size_t, size_t)) {
+  if (round == 0) {
+    return fail(call, ErrorCode::kInvalidArgument, "a shared-memory slot of " + std::to_string(options_.slot_bytes) +
+                                                       " bytes cannot hold one element per rank; raise MEGASCALE_SHM_SLOT_BYTES");
+  }
+  size_t offset = 0;
+  do {  // at least one round, so ranks that disagree about the count meet and find out
+    MSC_RETURN_IF_ERROR((this->*one)(call, offset, std::min(round, call.count - offset)));
+    offset += round;
+  } while (offset < call.count);
+  return Status::ok();
+}
+
 Status NodeEngine::run(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   if (nranks_ == 1) {

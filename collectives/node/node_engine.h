@@ -28,7 +28,9 @@ namespace megascale::node {
 struct NodeOptions {
   size_t slot_bytes = 1 << 20;        // MEGASCALE_SHM_SLOT_BYTES
   size_t one_shot_max = 32 << 10;     // MEGASCALE_SHM_ONESHOT_MAX: all-reduce payloads reduced by every rank
-  size_t cma_min = 1 << 20;           // MEGASCALE_SHM_CMA_MIN: payloads (all ranks' data) read across processes
+  size_t cma_min = 256 << 10;         // MEGASCALE_SHM_CMA_MIN: all-reduces this large read peers' buffers directly
+  size_t cma_min_gather = 32 << 10;   // MEGASCALE_SHM_CMA_MIN_GATHER: the same for all-gather and reduce-scatter
+                                      // (all ranks' data); without a reduction there is no staging to save
   size_t chunk_bytes = 128 << 10;     // reduction chunk of the cross-memory path (fits L2 with its operand)
   size_t stream_min = 16 << 20;       // MEGASCALE_SHM_STREAM_MIN: larger outputs use non-temporal stores
   std::chrono::nanoseconds spin{50'000};  // MEGASCALE_SHM_SPIN_NS: busy-wait before yielding or sleeping
@@ -100,7 +102,12 @@ class NodeEngine {
   bool streams(const NodeCall& call, size_t bytes) const;
   /// Copies bytes from peer's memory at remote to dst (cross-memory attach).
   Status pull(const NodeCall& call, int peer, uint8_t* dst, uint64_t remote, size_t bytes);
-  Status reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst);
+  /// dst = reduction of input elements [first, first + count) over all ranks; with to_peers, also written to
+  /// the same place in every peer's output.
+  Status reduceCrossMemory(const NodeCall& call, uint64_t seq, size_t first, size_t count, uint8_t* dst,
+                           bool to_peers);
+  /// Runs one(call, offset, n) over the call's elements in rounds of at most `round` elements.
+  Status inRounds(const NodeCall& call, size_t round, Status (NodeEngine::*one)(const NodeCall&, size_t, size_t));
   Status allGatherRound(const NodeCall& call, size_t offset, size_t count);
   uint64_t allGatherPost(const NodeCall& call, size_t offset, size_t count);
   Status allGatherFinish(const NodeCall& call, uint64_t seq, size_t offset, size_t count);

@@ -12,7 +12,7 @@ namespace megascale::node {
 Status NodeEngine::allGather(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   size_t bytes = call.count * es;
-  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
+  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min_gather) {
     uint64_t seq = ++seq_;
     uint8_t* out = static_cast<uint8_t*>(call.out);
     post(seq, call.tag, bytes, call.in, call.out);
@@ -29,13 +29,7 @@ Status NodeEngine::allGather(const NodeCall& call) {
     publish(stageOf(seq, Stage::kDone));  // peers may still be reading this rank's input
     return awaitAll(seq, Stage::kDone, call, bytes, false);
   }
-  size_t round = options_.slot_bytes / es;
-  size_t offset = 0;
-  do {
-    MSC_RETURN_IF_ERROR(allGatherRound(call, offset, std::min(round, call.count - offset)));
-    offset += round;
-  } while (offset < call.count);
-  return Status::ok();
+  return inRounds(call, options_.slot_bytes / es, &NodeEngine::allGatherRound);
 }
 
 Status NodeEngine::allGatherRound(const NodeCall& call, size_t offset, size_t count) {
@@ -67,22 +61,16 @@ Status NodeEngine::allGatherFinish(const NodeCall& call, uint64_t seq, size_t of
 Status NodeEngine::reduceScatter(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   size_t bytes = call.count * es;
-  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min) {
+  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min_gather) {
     uint64_t seq = ++seq_;
     post(seq, call.tag, bytes, call.in, call.out);
     MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
     MSC_RETURN_IF_ERROR(
-        reduceCrossMemory(call, seq, static_cast<size_t>(rank_) * call.count, call.count, static_cast<uint8_t*>(call.out)));
+        reduceCrossMemory(call, seq, static_cast<size_t>(rank_) * call.count, call.count, static_cast<uint8_t*>(call.out), false));
     publish(stageOf(seq, Stage::kDone));
     return awaitAll(seq, Stage::kDone, call, bytes, false);
   }
-  size_t round = options_.slot_bytes / es / static_cast<size_t>(nranks_);
-  size_t offset = 0;
-  do {
-    MSC_RETURN_IF_ERROR(reduceScatterRound(call, offset, std::min(round, call.count - offset)));
-    offset += round;
-  } while (offset < call.count);
-  return Status::ok();
+  return inRounds(call, options_.slot_bytes / es / static_cast<size_t>(nranks_), &NodeEngine::reduceScatterRound);
 }
 
 // A round stages `count` elements of every rank's block (block q at q * count in the slot); rank r then

@@ -18,9 +18,9 @@ NodeEngine::Quick NodeEngine::quickPath(const NodeCall& call) const {
       if (bytes > options_.one_shot_max || bytes > options_.slot_bytes) return Quick::kNone;
       return combine_small_ && bytes <= kResultBytes ? Quick::kCombining : Quick::kOneShot;
     case Collective::kAllGather:
-      return bytes <= options_.slot_bytes && all < options_.cma_min ? Quick::kGather : Quick::kNone;
+      return bytes <= options_.slot_bytes && all < options_.cma_min_gather ? Quick::kGather : Quick::kNone;
     case Collective::kReduceScatter:
-      return all <= options_.slot_bytes && all < options_.cma_min ? Quick::kScatter : Quick::kNone;
+      return all <= options_.slot_bytes && all < options_.cma_min_gather ? Quick::kScatter : Quick::kNone;
     default:
       return Quick::kNone;
   }

@@ -121,23 +121,37 @@ bool Region::ownerExited() const {
   return poll(&p, 1, 0) > 0;
 }
 
-Status Region::readOwnerMemory(void* local, uint64_t remote, size_t bytes) const {
-  uint8_t* to = static_cast<uint8_t*>(local);
+namespace {
+
+// process_vm_readv / process_vm_writev until every byte moved (they may stop short).
+Status crossMemoryCopy(bool read, int pid, int rank, uint8_t* local, uint64_t remote, size_t bytes) {
   while (bytes > 0) {
-    iovec l{to, bytes};
+    iovec l{local, bytes};
     iovec r{reinterpret_cast<void*>(remote), bytes};
-    ssize_t n = process_vm_readv(identity_.pid, &l, 1, &r, 1, 0);
+    ssize_t n = read ? process_vm_readv(pid, &l, 1, &r, 1, 0) : process_vm_writev(pid, &l, 1, &r, 1, 0);
     if (n <= 0) {
       int err = n < 0 ? errno : EIO;
       return Status(err == ESRCH ? ErrorCode::kPeerLost : ErrorCode::kSystem,
-                    "process_vm_readv of " + std::to_string(bytes) + " bytes from rank " + std::to_string(rank_) + " (pid " + std::to_string(identity_.pid) +
-                        ") failed: " + errnoText(err));
+                    std::string(read ? "process_vm_readv of " : "process_vm_writev of ") + std::to_string(bytes) +
+                        (read ? " bytes from rank " : " bytes to rank ") + std::to_string(rank) + " (pid " +
+                        std::to_string(pid) + ") failed: " + errnoText(err));
     }
-    to += n;
+    local += n;
     remote += static_cast<uint64_t>(n);
     bytes -= static_cast<size_t>(n);
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status Region::readOwnerMemory(void* local, uint64_t remote, size_t bytes) const {
+  return crossMemoryCopy(true, identity_.pid, rank_, static_cast<uint8_t*>(local), remote, bytes);
+}
+
+Status Region::writeOwnerMemory(const void* local, uint64_t remote, size_t bytes) const {
+  return crossMemoryCopy(false, identity_.pid, rank_, const_cast<uint8_t*>(static_cast<const uint8_t*>(local)), remote,
+                         bytes);
 }
 
 }  // namespace megascale::node

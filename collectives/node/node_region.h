@@ -87,6 +87,8 @@ class Region {
   bool ownerExited() const;
   /// Copies bytes from the owner's address space (its user buffer at remote) to local memory.
   Status readOwnerMemory(void* local, uint64_t remote, size_t bytes) const;
+  /// Copies bytes from local memory into the owner's address space.
+  Status writeOwnerMemory(const void* local, uint64_t remote, size_t bytes) const;
 
  private:
   static constexpr size_t kSlotsOffset = kHeaderBytes + 2 * kResultBytes;

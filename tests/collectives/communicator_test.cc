@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "collectives/bootstrap/store.h"
-#include "collectives/bootstrap/tcp_store_server.h"
+#include "local_job.h"
 
 namespace megascale {
 namespace {
@@ -19,15 +19,6 @@ using namespace std::chrono_literals;
 
 class CommunicatorTest : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override {
-    id_ = UniqueId::generate("tcp://127.0.0.1:1");
-    TcpStoreServer::Options options;
-    options.host = "127.0.0.1";
-    options.secret = id_.secret;
-    server_ = std::make_unique<TcpStoreServer>(options);
-    id_.store_url = "tcp://127.0.0.1:" + std::to_string(server_->port());
-    server_->start();
-  }
 
   CommunicatorOptions options(std::chrono::milliseconds timeout = 20s) {
     CommunicatorOptions o;
@@ -49,8 +40,8 @@ class CommunicatorTest : public ::testing::TestWithParam<std::string> {
     for (auto& t : threads) t.join();
   }
 
-  UniqueId id_;
-  std::unique_ptr<TcpStoreServer> server_;
+  test_support::LocalJob job_;
+  UniqueId& id_ = job_.id;
 };
 
 TEST_P(CommunicatorTest, AllReduceAcrossThreads) {

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap/tcp_store_server.h"
 #include "collectives/communicator.h"
+#include "local_job.h"
 
 namespace megascale {
 namespace {
@@ -62,15 +62,6 @@ struct Path {
 
 class NodePathTest : public ::testing::TestWithParam<Path> {
  protected:
-  void SetUp() override {
-    id_ = UniqueId::generate("tcp://127.0.0.1:1");
-    TcpStoreServer::Options options;
-    options.host = "127.0.0.1";
-    options.secret = id_.secret;
-    server_ = std::make_unique<TcpStoreServer>(options);
-    id_.store_url = "tcp://127.0.0.1:" + std::to_string(server_->port());
-    server_->start();
-  }
 
   void runRanks(int n, const std::function<void(int, Communicator&)>& body) {
     std::vector<std::thread> threads;
@@ -88,8 +79,8 @@ class NodePathTest : public ::testing::TestWithParam<Path> {
     for (auto& t : threads) t.join();
   }
 
-  UniqueId id_;
-  std::unique_ptr<TcpStoreServer> server_;
+  test_support::LocalJob job_;
+  UniqueId& id_ = job_.id;
 };
 
 // Inputs whose float sums depend on the order of addition, so ranks that reduced differently would differ.
@@ -160,11 +151,13 @@ const Path kPaths[] = {
        o.slot_bytes = 4096;
        o.one_shot_max = 0;
        o.cma_min = SIZE_MAX;
+       o.cma_min_gather = SIZE_MAX;
      }},
     {"cross_memory",
      [](node::NodeOptions& o) {
        o.one_shot_max = 0;
        o.cma_min = 0;
+       o.cma_min_gather = 0;
        o.stream_min = SIZE_MAX;
        o.chunk_bytes = 4096;
      }},
@@ -172,6 +165,7 @@ const Path kPaths[] = {
      [](node::NodeOptions& o) {
        o.one_shot_max = 0;
        o.cma_min = 0;
+       o.cma_min_gather = 0;
        o.stream_min = 0;
        o.chunk_bytes = 4096;
      }},
