@@ -101,13 +101,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "megascale-run: --world-size across hosts needs a shared --store\n");
         return 2;
       }
-      id = UniqueId::generate("tcp://127.0.0.1:1");
-      TcpStoreServer::Options options;
-      options.host = "127.0.0.1";
-      options.secret = id.secret;
-      server = std::make_unique<TcpStoreServer>(options);
-      id.store_url = "tcp://127.0.0.1:" + std::to_string(server->port());
-      server->start();
+      server = startLoopbackStore(&id);
     } else {
       const char* secret_hex = std::getenv("MEGASCALE_JOB_SECRET");
       if (secret_hex == nullptr || !fromHex(secret_hex, &id.secret) || id.secret.size() < 16) {

@@ -376,4 +376,15 @@ int TcpStoreServer::nextTimeoutMs() const {
   return msUntil(deadlines_.begin()->first) + 1;
 }
 
+std::unique_ptr<TcpStoreServer> startLoopbackStore(UniqueId* id) {
+  *id = UniqueId::generate("tcp://127.0.0.1:1");
+  TcpStoreServer::Options options;
+  options.host = "127.0.0.1";
+  options.secret = id->secret;
+  auto server = std::make_unique<TcpStoreServer>(options);
+  id->store_url = "tcp://127.0.0.1:" + std::to_string(server->port());
+  server->start();
+  return server;
+}
+
 }  // namespace megascale

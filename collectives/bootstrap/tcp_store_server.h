@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/bootstrap/unique_id.h"
 #include "common/auth.h"
 #include "common/socket.h"
 
@@ -75,5 +76,9 @@ class TcpStoreServer {
   std::set<std::pair<Deadline, int>> deadlines_;               // handshakes and parked waits
   std::vector<int> to_close_;
 };
+
+/// A fresh single-host job: sets *id to a new unique id whose store is a new server on 127.0.0.1 (ephemeral
+/// port), started and returned. Used by megascale-run and by tests that run ranks as threads.
+std::unique_ptr<TcpStoreServer> startLoopbackStore(UniqueId* id);
 
 }  // namespace megascale

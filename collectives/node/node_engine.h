@@ -27,7 +27,7 @@ namespace megascale::node {
 
 struct NodeOptions {
   size_t slot_bytes = 1 << 20;        // MEGASCALE_SHM_SLOT_BYTES
-  size_t one_shot_max = 32 << 10;     // MEGASCALE_SHM_ONESHOT_MAX: all-reduce payloads reduced by every rank
+  size_t one_shot_max = 64 << 10;     // MEGASCALE_SHM_ONESHOT_MAX: one-shot all-reduce while bytes x (ranks-1) fit
   size_t cma_min = 256 << 10;         // MEGASCALE_SHM_CMA_MIN: all-reduces this large read peers' buffers directly
   size_t cma_min_gather = 32 << 10;   // MEGASCALE_SHM_CMA_MIN_GATHER: the same for all-gather and reduce-scatter
                                       // (all ranks' data); without a reduction there is no staging to save

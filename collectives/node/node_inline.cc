@@ -15,7 +15,10 @@ NodeEngine::Quick NodeEngine::quickPath(const NodeCall& call) const {
   size_t all = bytes * static_cast<size_t>(nranks_);
   switch (call.collective) {
     case Collective::kAllReduce:
-      if (bytes > options_.one_shot_max || bytes > options_.slot_bytes) return Quick::kNone;
+      // One-shot makes every rank read all peers' inputs: bound what each rank reads, not the message.
+      if (bytes * static_cast<size_t>(nranks_ - 1) > options_.one_shot_max || bytes > options_.slot_bytes) {
+        return Quick::kNone;
+      }
       return combine_small_ && bytes <= kResultBytes ? Quick::kCombining : Quick::kOneShot;
     case Collective::kAllGather:
       return bytes <= options_.slot_bytes && all < options_.cma_min_gather ? Quick::kGather : Quick::kNone;
