@@ -18,7 +18,7 @@ Status NodeEngine::allGather(const NodeCall& call) {
     post(seq, call.tag, bytes, call.in, call.out);
     MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));
     uint8_t* own = out + static_cast<size_t>(rank_) * bytes;
-    if (own != call.in) {
+    if (own != call.in && bytes > 0) {  // user buffers may be null when empty
       if (streams(call, bytes)) kernels::streamCopy(own, call.in, bytes);
       else std::memcpy(own, call.in, bytes);
     }
@@ -39,7 +39,7 @@ Status NodeEngine::allGatherRound(const NodeCall& call, size_t offset, size_t co
 uint64_t NodeEngine::allGatherPost(const NodeCall& call, size_t offset, size_t count) {
   uint64_t seq = ++seq_;
   size_t es = dtypeSize(call.type);
-  std::memcpy(own_->slot(seq), static_cast<const uint8_t*>(call.in) + offset * es, count * es);
+  if (count > 0) std::memcpy(own_->slot(seq), static_cast<const uint8_t*>(call.in) + offset * es, count * es);
   post(seq, call.tag, count * es, nullptr, nullptr);
   return seq;
 }
@@ -53,7 +53,7 @@ Status NodeEngine::allGatherFinish(const NodeCall& call, uint64_t seq, size_t of
   for (int q = 0; q < nranks_; ++q) {
     uint8_t* to = out + (static_cast<size_t>(q) * call.count + offset) * es;
     const uint8_t* from = q == rank_ ? in : peers_[q]->slot(seq);
-    if (to != from) std::memcpy(to, from, bytes);
+    if (to != from && bytes > 0) std::memcpy(to, from, bytes);
   }
   return Status::ok();
 }
@@ -86,7 +86,7 @@ uint64_t NodeEngine::reduceScatterPost(const NodeCall& call, size_t offset, size
   const uint8_t* in = static_cast<const uint8_t*>(call.in);
   uint8_t* mine = own_->slot(seq);
   for (int q = 0; q < nranks_; ++q) {
-    if (q != rank_) std::memcpy(mine + static_cast<size_t>(q) * bytes, in + (static_cast<size_t>(q) * call.count + offset) * es, bytes);
+    if (q != rank_ && bytes > 0) std::memcpy(mine + static_cast<size_t>(q) * bytes, in + (static_cast<size_t>(q) * call.count + offset) * es, bytes);
   }
   post(seq, call.tag, bytes, nullptr, nullptr);
   return seq;
