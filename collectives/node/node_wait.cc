@@ -114,7 +114,7 @@ Status NodeEngine::slowWait(int peer, const std::atomic<uint64_t>& word, uint64_
     if (word.load(std::memory_order_acquire) >= value) return Status::ok();
     if (oversubscribed_ && yields < kYieldsBeforeSleep) {
       sched_yield();
-      if ((++yields & 255) == 0) MSC_RETURN_IF_ERROR(trouble());
+      if ((++yields & 255) == 0 && word.load(std::memory_order_acquire) < value) MSC_RETURN_IF_ERROR(trouble());
       continue;
     }
     me->sleeping.store(1, std::memory_order_seq_cst);
@@ -125,6 +125,8 @@ Status NodeEngine::slowWait(int peer, const std::atomic<uint64_t>& word, uint64_
     }
     futexWait(&me->wake_word, seen, kSleepSliceNs);
     me->sleeping.store(0, std::memory_order_relaxed);
+    // A peer may post and then exit at once: what it posted counts, so look before judging its exit.
+    if (word.load(std::memory_order_acquire) >= value) return Status::ok();
     MSC_RETURN_IF_ERROR(trouble());
   }
 }
