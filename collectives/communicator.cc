@@ -50,6 +50,14 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   return o;
 }
 
+namespace {
+
+bool reduces(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
+
+}  // namespace
+
 std::string resolveTransportName(const std::string& requested, int nranks, int local_size) {
   if (requested != "auto") return requested;
   return local_size == nranks ? "shm" : "tcp";
@@ -153,7 +161,7 @@ void Communicator::validate(const char* op, const void* in, const void* out, siz
 
 std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* in, void* out, size_t count,
                                                      mscDataType_t type, mscRedOp_t op, int root) {
-  bool reduction = c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+  bool reduction = reduces(c);
   bool rooted = c == Collective::kBroadcast || c == Collective::kReduce;
   validate(collectiveName(c), in, out, count, type, op, root, reduction, rooted);
   ScheduleSpec spec{c, Algorithm::kAuto, count, rank_, nranks_, root, false};
@@ -236,7 +244,7 @@ Schedule Communicator::pointToPointSchedule(const Task& task) const {
 std::string Communicator::Task::describe() const {
   if (spec.collective == Collective::kSendRecv) return "send/recv group of " + std::to_string(p2p.size());
   Collective c = spec.collective;
-  bool reduction = c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+  bool reduction = reduces(c);
   return std::string(collectiveName(c)) + " (" + std::to_string(spec.count) + " x " + dtypeName(type) +
          (reduction ? std::string(" ") + opName(op) : "") + ", " +
          (on_node ? "shared memory" : algorithmName(spec.algorithm)) + ") #" + std::to_string(seq);

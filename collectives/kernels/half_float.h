@@ -3,8 +3,8 @@
 // to another (an AVX-512 copy must never run on an AVX2-only CPU). Round to nearest even.
 #pragma once
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 
 namespace megascale::half_float {
 
@@ -29,14 +29,11 @@ static inline float halfToFloat(uint16_t h) {
   } else {
     bits = sign | (exp + 127 - 15) << 23 | mant << 13;
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 static inline uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000;
   uint32_t abs = x & 0x7fffffff;
   if (abs >= 0x7f800000) return uint16_t(sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0));  // inf, nan
@@ -57,14 +54,11 @@ static inline uint16_t floatToHalf(float f) {
 
 static inline float bf16ToFloat(uint16_t b) {
   uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 static inline uint16_t floatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
   uint32_t quiet_nan = (x >> 16) | 0x40u;
   return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);  // branch-free: vectorizes

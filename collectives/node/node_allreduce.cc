@@ -58,7 +58,7 @@ uint64_t NodeEngine::allReduceCombiningArrive(const NodeCall& call) {
   if (bytes > 0) std::memcpy(own_->slot(seq), call.in, bytes);
   headers_[rank_]->descriptor[seq & 1] = OpDescriptor{call.tag, 0, bytes, 0, 0};
   RegionHeader* root = headers_[0];
-  const Region& root_region = rank_ == 0 ? *own_ : *peers_[0];
+  const Region& root_region = regionOf(0);
   uint64_t arrived = root->arrivals.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (arrived == round * static_cast<uint64_t>(nranks_)) {
     bool agree = true;
@@ -67,7 +67,7 @@ uint64_t NodeEngine::allReduceCombiningArrive(const NodeCall& call) {
       agree = agree && d.tag == call.tag && d.bytes == bytes;
     }
     if (agree) {
-      auto source = [&](int q) { return q == rank_ ? own_->slot(seq) : peers_[q]->slot(seq); };
+      auto source = [&](int q) { return regionOf(q).slot(seq); };
       uint8_t* result = root_region.result(round);
       reduceElements(call.type, call.op, result, source(0), source(1), call.count);
       for (int q = 2; q < nranks_; ++q) reduceElements(call.type, call.op, result, result, source(q), call.count);
@@ -84,7 +84,7 @@ uint64_t NodeEngine::allReduceCombiningArrive(const NodeCall& call) {
 Status NodeEngine::allReduceCombiningFinish(const NodeCall& call, uint64_t round) {
   size_t bytes = call.count * dtypeSize(call.type);
   RegionHeader* root = headers_[0];
-  const Region& root_region = rank_ == 0 ? *own_ : *peers_[0];
+  const Region& root_region = regionOf(0);
   MSC_RETURN_IF_ERROR(awaitPeer(-1, root->result_seq, round, call, "combined result"));
   if (root->result_mismatch == round) {
     return fail(call, ErrorCode::kMismatch,
@@ -118,7 +118,7 @@ Status NodeEngine::allReduceRound(const NodeCall& call, size_t offset, size_t co
   MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kReduced, call, bytes, false));
   for (int q = 0; q < nranks_; ++q) {
     part(count, q, &lo, &n);
-    const uint8_t* from = (q == rank_ ? mine : peers_[q]->slot(seq)) + lo * es;
+    const uint8_t* from = regionOf(q).slot(seq) + lo * es;
     std::memcpy(out + lo * es, from, n * es);
   }
   return Status::ok();

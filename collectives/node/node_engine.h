@@ -64,9 +64,6 @@ class NodeEngine {
   static bool handles(Collective c) {
     return c == Collective::kAllReduce || c == Collective::kAllGather || c == Collective::kReduceScatter;
   }
-  const RegionIdentity& identity() const { return own_->identity(); }
-  bool crossMemoryAttach() const { return cma_; }
-
   /// Runs the whole operation, waiting as long as peers need (up to the timeout).
   Status run(const NodeCall& call);
   /// For the caller's own thread: starts the operation and finishes it if peers keep up within the spin
@@ -133,6 +130,8 @@ class NodeEngine {
   Status slowWait(int peer, const std::atomic<uint64_t>& word, uint64_t value, const NodeCall& call,
                   const char* waiting_for);
   Status fail(const NodeCall& call, ErrorCode code, const std::string& why) const;
+  /// Rank q's region: this rank's own, or a mapped peer's.
+  const Region& regionOf(int q) const { return q == rank_ ? *own_ : *peers_[q]; }
   /// Element range [*lo, *lo + *n) of part `index` when count elements are cut into nranks_ parts.
   void part(size_t count, int index, size_t* lo, size_t* n) const;
 
@@ -148,9 +147,9 @@ class NodeEngine {
   bool oversubscribed_ = false;  // more ranks than this rank's cores: yield instead of spinning
   bool combine_small_ = false;   // more ranks than the host's cores: small all-reduces combine on one rank
   uint64_t combining_rounds_ = 0;
-  // Set by begin() when it returns unfinished: what resume() must complete.
+  // Set by begin() when it returns unfinished: the started half resume() must finish (kNone: nothing was
+  // started, resume() runs the whole operation).
   Quick pending_ = Quick::kNone;
-  bool pending_whole_ = false;
   uint64_t pending_seq_ = 0;
   uint32_t spin_iterations_ = 0;
   uint64_t seq_ = 0;          // last operation (round) started; equal on all ranks between calls

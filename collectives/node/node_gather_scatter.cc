@@ -12,7 +12,7 @@ namespace megascale::node {
 Status NodeEngine::allGather(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   size_t bytes = call.count * es;
-  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min_gather) {
+  if (cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min_gather) {
     uint64_t seq = ++seq_;
     uint8_t* out = static_cast<uint8_t*>(call.out);
     post(seq, call.tag, bytes, call.in, call.out);
@@ -61,7 +61,7 @@ Status NodeEngine::allGatherFinish(const NodeCall& call, uint64_t seq, size_t of
 Status NodeEngine::reduceScatter(const NodeCall& call) {
   size_t es = dtypeSize(call.type);
   size_t bytes = call.count * es;
-  if (quickPath(call) == Quick::kNone && cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min_gather) {
+  if (cma_ && bytes * static_cast<size_t>(nranks_) >= options_.cma_min_gather) {
     uint64_t seq = ++seq_;
     post(seq, call.tag, bytes, call.in, call.out);
     MSC_RETURN_IF_ERROR(awaitAll(seq, Stage::kPosted, call, bytes, true));

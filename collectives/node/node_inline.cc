@@ -48,10 +48,9 @@ bool NodeEngine::settlesSoon(Ready ready) const {
 
 Status NodeEngine::begin(const NodeCall& call, bool* done) {
   *done = false;
+  pending_ = Quick::kNone;
+  if (!connected_ || nranks_ == 1) return Status::ok();  // connecting may wait long: resume() does it all
   pending_ = quickPath(call);
-  pending_whole_ = !connected_ || nranks_ == 1 || pending_ == Quick::kNone;  // connecting may wait long
-  if (pending_whole_) return Status::ok();
-  uint64_t posted = 0;
   switch (pending_) {
     case Quick::kOneShot:
       pending_seq_ = allReduceOneShotPost(call);
@@ -66,33 +65,30 @@ Status NodeEngine::begin(const NodeCall& call, bool* done) {
       pending_seq_ = reduceScatterPost(call, 0, call.count);
       break;
     case Quick::kNone:
-      break;
+      return Status::ok();
   }
+  bool ready;
   if (pending_ == Quick::kCombining) {
     const std::atomic<uint64_t>& result = headers_[0]->result_seq;
-    if (!settlesSoon([&] { return result.load(std::memory_order_acquire) >= pending_seq_; })) return Status::ok();
+    ready = settlesSoon([&] { return result.load(std::memory_order_acquire) >= pending_seq_; });
   } else {
-    posted = stageOf(pending_seq_, Stage::kPosted);
-    bool all = settlesSoon([&] {
+    uint64_t posted = stageOf(pending_seq_, Stage::kPosted);
+    ready = settlesSoon([&] {
       for (int q = 0; q < nranks_; ++q) {
         if (headers_[q]->stage.load(std::memory_order_acquire) < posted) return false;
       }
       return true;
     });
-    if (!all) return Status::ok();
   }
+  if (!ready) return Status::ok();
   *done = true;
   return resume(call);
 }
 
 Status NodeEngine::resume(const NodeCall& call) {
-  Quick quick = pending_;
+  Quick started = pending_;
   pending_ = Quick::kNone;
-  if (pending_whole_) {
-    pending_whole_ = false;
-    return run(call);
-  }
-  switch (quick) {
+  switch (started) {
     case Quick::kOneShot:
       return allReduceOneShotFinish(call, pending_seq_);
     case Quick::kCombining:
@@ -104,7 +100,7 @@ Status NodeEngine::resume(const NodeCall& call) {
     case Quick::kNone:
       break;
   }
-  return fail(call, ErrorCode::kInternal, "resume without a started operation");
+  return run(call);
 }
 
 }  // namespace megascale::node
