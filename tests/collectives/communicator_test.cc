@@ -41,7 +41,7 @@ class CommunicatorTest : public ::testing::TestWithParam<std::string> {
   }
 
   test_support::LocalJob job_;
-  UniqueId& id_ = job_.id;
+  UniqueId& id_ = job_.id;  // stays valid when job_ is replaced by a fresh job
 };
 
 TEST_P(CommunicatorTest, AllReduceAcrossThreads) {
@@ -109,7 +109,7 @@ TEST_P(CommunicatorTest, WrongSecretCannotJoin) {
 TEST_P(CommunicatorTest, CountsThatDifferAcrossRanksAreDetected) {
   for (size_t other : {2000, 1001, 1000000}) {
     std::atomic<int> mismatches{0};
-    SetUp();
+    job_ = test_support::LocalJob();  // a fresh job: its store holds no keys from the last round
     runRanks(2, [&](int rank, Communicator& comm) {
       std::vector<float> in(1000000, 1.0f), out(1000000);
       size_t count = rank == 0 ? 1000 : other;
