@@ -1,0 +1,187 @@
+// Our float GEMM: the classic blocked scheme (pack a KC x NC panel of B shared by all threads, pack MC x KC
+// blocks of A per thread, a 12 x 32 register-tile micro-kernel). 24 accumulators + 2 B vectors + 1 broadcast
+// fit in 32 zmm registers; 24 independent FMAs per k step cover the FMA latency on two ports.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "trainer/kernels/gemm_backends.h"
+
+namespace megascale::trainer {
+
+namespace {
+
+constexpr int64_t kMr = 12, kNr = 32;
+constexpr int64_t kKc = 256;              // a 12 x 256 A sliver and a 256 x 32 B sliver stay in L1/L2
+constexpr int64_t kMc = 96;               // A block 96 x 256 x 4 B = 96 KiB per thread (L2)
+constexpr int64_t kNc = 2048;             // B panel 256 x 2048 x 4 B = 2 MiB, shared (L2/L3)
+constexpr int64_t kColumnsPerTask = 256;  // a task = one A block x 8 B slivers
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<float[], AlignedFree>;
+Buffer alignedFloats(int64_t count) {
+  return Buffer(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(count) * sizeof(float))));
+}
+
+float elementA(const GemmCall<float>& c, int64_t i, int64_t p) {
+  return c.trans_a == Trans::kNo ? c.a[i * c.lda + p] : c.a[p * c.lda + i];
+}
+
+// op(B)[pc.., jc..] as slivers of kNr columns: sliver s holds kc rows of kNr floats (zero-padded).
+void packSliverB(const GemmCall<float>& c, int64_t pc, int64_t kc, int64_t col0, int64_t cols, float* out) {
+  if (c.trans_b == Trans::kNo) {
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* row = c.b + (pc + p) * c.ldb + col0;
+      float* dst = out + p * kNr;
+      std::memcpy(dst, row, static_cast<size_t>(cols) * sizeof(float));
+      std::fill(dst + cols, dst + kNr, 0.0f);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < kNr; ++j) {
+    if (j >= cols) {
+      for (int64_t p = 0; p < kc; ++p) out[p * kNr + j] = 0.0f;
+      continue;
+    }
+    const float* column = c.b + (col0 + j) * c.ldb + pc;
+    for (int64_t p = 0; p < kc; ++p) out[p * kNr + j] = column[p];
+  }
+}
+
+// op(A)[ic.., pc..] as slivers of kMr rows: sliver s holds kc columns of kMr floats (zero-padded).
+void packBlockA(const GemmCall<float>& c, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float* out) {
+  for (int64_t s = 0; s * kMr < mc; ++s) {
+    float* sliver = out + s * kMr * kc;
+    int64_t rows = std::min(kMr, mc - s * kMr);
+    for (int64_t r = 0; r < kMr; ++r) {
+      if (r >= rows) {
+        for (int64_t p = 0; p < kc; ++p) sliver[p * kMr + r] = 0.0f;
+        continue;
+      }
+      int64_t i = ic + s * kMr + r;
+      if (c.trans_a == Trans::kNo) {
+        const float* row = c.a + i * c.lda + pc;
+        for (int64_t p = 0; p < kc; ++p) sliver[p * kMr + r] = row[p];
+      } else {
+        for (int64_t p = 0; p < kc; ++p) sliver[p * kMr + r] = elementA(c, i, pc + p);
+      }
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void microKernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                                    bool accumulate) {
+  __m512 acc[kMr][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      __m512 ar = _mm512_set1_ps(a[r]);
+      acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+    }
+    a += kMr;
+    b += kNr;
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+    float* row = c + r * ldc;
+    if (accumulate) {
+      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
+      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
+    }
+    _mm512_storeu_ps(row, acc[r][0]);
+    _mm512_storeu_ps(row + 16, acc[r][1]);
+  }
+}
+
+// One tile at the matrix edge: compute into a full scratch tile, then copy the valid part.
+void edgeTile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
+              bool accumulate) {
+  alignas(64) float tile[kMr * kNr];
+  microKernel(kc, a, b, tile, kNr, false);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + tile[r * kNr + j];
+  }
+}
+
+void scaleC(const GemmCall<float>& c) {
+#pragma omp parallel for
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) c.c[i * c.ldc + j] *= c.beta;
+  }
+}
+
+}  // namespace
+
+bool cpuHasAvx512() { return __builtin_cpu_supports("avx512f"); }
+
+void gemmAvx512(const GemmCall<float>& c) {
+  if (c.m == 0 || c.n == 0) return;
+  if (c.k == 0 || (c.beta != 0.0f && c.beta != 1.0f)) {
+    if (c.beta == 0.0f) {
+      for (int64_t i = 0; i < c.m; ++i) std::fill(c.c + i * c.ldc, c.c + i * c.ldc + c.n, 0.0f);
+    } else {
+      scaleC(c);
+    }
+    if (c.k == 0) return;
+  }
+  const bool keep_c = c.beta != 0.0f;
+  const int64_t nc_max = std::min(kNc, (c.n + kNr - 1) / kNr * kNr);
+  Buffer packed_b = alignedFloats(kKc * nc_max);
+  const int threads = omp_get_max_threads();
+  Buffer packed_a = alignedFloats(kMc * kKc * threads);
+#pragma omp parallel
+  {
+    float* my_a = packed_a.get() + omp_get_thread_num() * kMc * kKc;
+    for (int64_t jc = 0; jc < c.n; jc += kNc) {
+      const int64_t nc = std::min(kNc, c.n - jc);
+      const int64_t slivers = (nc + kNr - 1) / kNr;
+      for (int64_t pc = 0; pc < c.k; pc += kKc) {
+        const int64_t kc = std::min(kKc, c.k - pc);
+        const bool accumulate = keep_c || pc > 0;
+#pragma omp for schedule(static)
+        for (int64_t s = 0; s < slivers; ++s) {
+          packSliverB(c, pc, kc, jc + s * kNr, std::min(kNr, nc - s * kNr), packed_b.get() + s * kc * kNr);
+        }
+        const int64_t row_blocks = (c.m + kMc - 1) / kMc;
+        const int64_t column_tasks = (nc + kColumnsPerTask - 1) / kColumnsPerTask;
+        int64_t last_packed = -1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t task = 0; task < row_blocks * column_tasks; ++task) {
+          const int64_t ib = task / column_tasks, jt = task % column_tasks;
+          const int64_t ic = ib * kMc, mc = std::min(kMc, c.m - ic);
+          if (ib != last_packed) {
+            packBlockA(c, ic, mc, pc, kc, my_a);
+            last_packed = ib;
+          }
+          const int64_t j_end = std::min(nc, (jt + 1) * kColumnsPerTask);
+          for (int64_t jr = jt * kColumnsPerTask; jr < j_end; jr += kNr) {
+            const float* b_sliver = packed_b.get() + (jr / kNr) * kc * kNr;
+            const int64_t cols = std::min(kNr, nc - jr);
+            for (int64_t ir = 0; ir < mc; ir += kMr) {
+              const float* a_sliver = my_a + (ir / kMr) * kMr * kc;
+              float* c_tile = c.c + (ic + ir) * c.ldc + jc + jr;
+              const int64_t rows = std::min(kMr, mc - ir);
+              if (rows == kMr && cols == kNr) {
+                microKernel(kc, a_sliver, b_sliver, c_tile, c.ldc, accumulate);
+              } else {
+                edgeTile(kc, a_sliver, b_sliver, c_tile, c.ldc, rows, cols, accumulate);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace megascale::trainer

@@ -1,0 +1,66 @@
+#include "trainer/kernels/linear.h"
+
+#include <algorithm>
+
+#include "trainer/kernels/gemm.h"
+#include "trainer/kernels/parallel.h"
+
+namespace megascale::trainer {
+
+template <typename T>
+void linearForward(T* y, const T* x, const T* weight, const T* bias, const LinearShape& s, bool accumulate) {
+  T beta = accumulate ? T(1) : T(0);
+  if (bias != nullptr) {
+    // The bias goes in first and the GEMM accumulates onto it: one pass over y instead of two.
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < s.rows; ++r) {
+      T* row = y + r * s.out;
+      if (accumulate) {
+        for (int64_t c = 0; c < s.out; ++c) row[c] += bias[c];
+      } else {
+        std::copy(bias, bias + s.out, row);
+      }
+    }
+    beta = T(1);
+  }
+  gemm(GemmCall<T>{Trans::kNo, Trans::kNo, s.rows, s.out, s.in, x, s.in, weight, s.out, beta, y, s.out});
+}
+
+template <typename T>
+void linearBackward(T* dx, T* dweight, T* dbias, const T* dy, const T* x, const T* weight, const LinearShape& s,
+                    bool accumulate_dx) {
+  if (dx != nullptr) {
+    gemm(GemmCall<T>{Trans::kNo, Trans::kYes, s.rows, s.in, s.out, dy, s.out, weight, s.out,
+                     accumulate_dx ? T(1) : T(0), dx, s.in});
+  }
+  gemm(GemmCall<T>{Trans::kYes, Trans::kNo, s.in, s.out, s.rows, x, s.in, dy, s.out, T(1), dweight, s.out});
+  if (dbias != nullptr) addColumnSums(dbias, dy, s.rows, s.out);
+}
+
+template <typename T>
+void addColumnSums(T* out, const T* in, int64_t rows, int64_t columns) {
+  PerThreadSums<T> partial(columns);
+#pragma omp parallel
+  {
+    T* mine = partial.mine();
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = in + r * columns;
+#pragma omp simd
+      for (int64_t c = 0; c < columns; ++c) mine[c] += row[c];
+    }
+  }
+  partial.addTo(out, 0, columns);
+}
+
+template void linearForward<float>(float*, const float*, const float*, const float*, const LinearShape&, bool);
+template void linearForward<double>(double*, const double*, const double*, const double*, const LinearShape&,
+                                    bool);
+template void linearBackward<float>(float*, float*, float*, const float*, const float*, const float*,
+                                    const LinearShape&, bool);
+template void linearBackward<double>(double*, double*, double*, const double*, const double*, const double*,
+                                     const LinearShape&, bool);
+template void addColumnSums<float>(float*, const float*, int64_t, int64_t);
+template void addColumnSums<double>(double*, const double*, int64_t, int64_t);
+
+}  // namespace megascale::trainer

@@ -1,0 +1,30 @@
+// Linear layers, y = x W + b with W stored [in, out] (row-major), shaped for tensor parallelism:
+// a column-parallel layer holds W[:, out-shard] and b[out-shard]; a row-parallel layer holds W[in-shard, :]
+// and adds its bias once (on TP rank 0) after the partial sums are combined. With one rank both are the
+// plain layer; the shard bookkeeping lives in the model's parameter table.
+#pragma once
+
+#include <cstdint>
+
+namespace megascale::trainer {
+
+struct LinearShape {
+  int64_t rows = 0;  // tokens: batch x sequence
+  int64_t in = 0;    // local input features
+  int64_t out = 0;   // local output features
+};
+
+/// y[rows,out] (= or += when accumulate) x[rows,in] W[in,out] + bias[out] (bias may be null).
+template <typename T>
+void linearForward(T* y, const T* x, const T* weight, const T* bias, const LinearShape& s, bool accumulate);
+
+/// dx (= or += when accumulate_dx; skipped when dx is null) dy W^T; dweight += x^T dy; dbias += sum_rows dy.
+template <typename T>
+void linearBackward(T* dx, T* dweight, T* dbias, const T* dy, const T* x, const T* weight, const LinearShape& s,
+                    bool accumulate_dx);
+
+/// out[c] += sum over rows of in[r, c].
+template <typename T>
+void addColumnSums(T* out, const T* in, int64_t rows, int64_t columns);
+
+}  // namespace megascale::trainer

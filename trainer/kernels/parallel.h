@@ -1,0 +1,35 @@
+// Helpers for deterministic multi-threaded reductions: each OpenMP thread sums into its own buffer and the
+// buffers are added in thread order, so a fixed thread count gives bit-identical results run to run.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace megascale::trainer {
+
+template <typename T>
+class PerThreadSums {
+ public:
+  explicit PerThreadSums(int64_t width)
+      : width_(width), sums_(static_cast<size_t>(width * omp_get_max_threads()), T(0)) {}
+
+  /// This thread's buffer; call inside the parallel region.
+  T* mine() { return sums_.data() + omp_get_thread_num() * width_; }
+
+  /// out[i] += sum over threads of buffer[offset + i], for i < count.
+  void addTo(T* out, int64_t offset, int64_t count) const {
+    const int64_t threads = static_cast<int64_t>(sums_.size()) / width_;
+    for (int64_t t = 0; t < threads; ++t) {
+      const T* part = sums_.data() + t * width_ + offset;
+      for (int64_t i = 0; i < count; ++i) out[i] += part[i];
+    }
+  }
+
+ private:
+  int64_t width_;
+  std::vector<T> sums_;
+};
+
+}  // namespace megascale::trainer
