@@ -32,4 +32,20 @@ class PerThreadSums {
   std::vector<T> sums_;
 };
 
+/// sum over i < count of term(i), in double, split into per-thread static ranges added in thread order.
+template <typename Term>
+double deterministicSum(int64_t count, Term term) {
+  std::vector<double> partial(static_cast<size_t>(omp_get_max_threads()), 0.0);
+#pragma omp parallel
+  {
+    double mine = 0;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < count; ++i) mine += term(i);
+    partial[static_cast<size_t>(omp_get_thread_num())] = mine;
+  }
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
+
 }  // namespace megascale::trainer
