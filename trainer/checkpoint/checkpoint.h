@@ -1,0 +1,44 @@
+// Checkpoints: model weights, optimizer moments and step, data position and RNG state in one file, written
+// atomically (temporary file, fsync, rename) with CRC-32C over header and payload. Loading refuses a
+// truncated or corrupted file, and a checkpoint of another model shape, with a message that says which.
+//
+// Layout: a 64-byte header ("MSCKPT01", version, payload bytes, payload CRC, header CRC at 60), then named
+// sections: u32 name length, name, u64 byte length, bytes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/model/gpt.h"
+#include "trainer/optim/optimizer.h"
+
+namespace megascale::trainer {
+
+struct TrainingState {
+  int64_t step = 0;           // steps completed
+  int64_t data_position = 0;  // the loader's next batch
+  std::array<uint64_t, 4> rng{};
+};
+
+/// Throws std::runtime_error on I/O failure.
+void saveCheckpoint(const std::string& path, const TrainingState& state, const Gpt<float>& model,
+                    Optimizer<float>& optimizer);
+
+/// Fills model, optimizer and state. Throws std::runtime_error naming the file and the problem.
+TrainingState loadCheckpoint(const std::string& path, Gpt<float>& model, Optimizer<float>& optimizer);
+
+/// The text that identifies a model + optimizer shape ("layers=6\nd_model=384\n..."): equal texts mean a
+/// checkpoint fits.
+std::string describeShape(const ModelConfig& model, const OptimizerConfig& optimizer);
+
+/// Checkpoint directories hold step_NNNNNNNN.ckpt files and `latest`, which names the newest complete one.
+std::string checkpointPath(const std::string& dir, int64_t step);
+/// The path in dir/latest, or "" when there is none.
+std::string latestCheckpoint(const std::string& dir);
+/// Saves, points `latest` at it, and removes all but the newest `keep` checkpoints.
+void saveToDirectory(const std::string& dir, int keep, const TrainingState& state, const Gpt<float>& model,
+                     Optimizer<float>& optimizer);
+
+}  // namespace megascale::trainer

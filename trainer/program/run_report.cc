@@ -1,0 +1,103 @@
+#include "trainer/program/run_report.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "trainer/io/atomic_file.h"
+
+namespace megascale::trainer {
+
+namespace {
+
+std::string duration(double seconds) {
+  char buffer[32];
+  const long s = std::lround(std::max(0.0, seconds));
+  if (s >= 3600) {
+    std::snprintf(buffer, sizeof(buffer), "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  } else if (s >= 60) {
+    std::snprintf(buffer, sizeof(buffer), "%ldm%02lds", s / 60, s % 60);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%lds", s);
+  }
+  return buffer;
+}
+
+std::string thousands(double v) {
+  const std::string digits = std::to_string(std::llround(v));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && digits[i - 1] != '-' && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string progressLine(const StepRecord& r, int64_t total_steps, double eta_seconds) {
+  char buffer[200];
+  const int width = static_cast<int>(std::to_string(total_steps).size());
+  std::snprintf(buffer, sizeof(buffer), "step %*lld/%lld | loss %.4f | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s", width,
+                static_cast<long long>(r.step + 1), static_cast<long long>(total_steps), r.loss, r.lr,
+                thousands(r.tokens_per_s).c_str(), r.mfu * 100, duration(eta_seconds).c_str());
+  return buffer;
+}
+
+CsvLog::CsvLog(const std::string& path) {
+  if (path.empty()) return;
+  file_ = std::fopen(path.c_str(), "w");
+  if (file_ == nullptr) throw std::runtime_error("cannot create CSV file " + path);
+  std::fprintf(file_, "step,loss,lr,grad_norm,step_seconds,tokens_per_s,mfu,elapsed_s\n");
+}
+
+CsvLog::~CsvLog() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void CsvLog::add(const StepRecord& r) {
+  if (file_ == nullptr) return;
+  // %.9g round-trips a float32 loss exactly, so two runs' CSVs can be compared bit for bit.
+  std::fprintf(file_, "%lld,%.9g,%.9g,%.9g,%.6f,%.1f,%.4f,%.3f\n", static_cast<long long>(r.step + 1), r.loss, r.lr,
+               r.grad_norm, r.seconds, r.tokens_per_s, r.mfu, r.elapsed);
+  std::fflush(file_);
+}
+
+void summarizeThroughput(const std::vector<StepRecord>& records, RunSummary& s) {
+  const size_t skip = records.size() > 1 ? 1 : 0;
+  double seconds = 0;
+  for (size_t i = skip; i < records.size(); ++i) seconds += records[i].seconds;
+  const double tokens = static_cast<double>(s.tokens_per_step) * static_cast<double>(records.size() - skip);
+  s.tokens_per_s = seconds > 0 ? tokens / seconds : 0;
+  s.mfu = s.gemm_peak_gflops > 0 ? s.tokens_per_s * s.flops_per_token / (s.gemm_peak_gflops * 1e9) : 0;
+}
+
+std::string summaryText(const RunSummary& s) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof(buffer),
+                "trained steps %lld..%lld (%lld this run) in %.1f s: loss %.4f -> %.4f | %s tok/s | MFU %.1f%% of the "
+                "measured %s GEMM peak %.0f GFLOP/s (%.1f MFLOP/token, %d threads, %s, %s block, %lld parameters)",
+                static_cast<long long>(s.first_step + 1), static_cast<long long>(s.first_step + s.steps_run),
+                static_cast<long long>(s.steps_run), s.elapsed_s, s.first_loss, s.final_loss,
+                thousands(s.tokens_per_s).c_str(), s.mfu * 100, s.gemm_backend.c_str(), s.gemm_peak_gflops,
+                s.flops_per_token / 1e6, s.threads, s.precision.c_str(), s.block.c_str(),
+                static_cast<long long>(s.parameters));
+  return buffer;
+}
+
+void writeSummaryJson(const std::string& path, const RunSummary& s) {
+  std::ostringstream j;
+  j.precision(9);
+  j << "{\n  \"tokens_per_s\": " << s.tokens_per_s << ",\n  \"mfu\": " << s.mfu << ",\n  \"first_loss\": "
+    << s.first_loss << ",\n  \"final_loss\": " << s.final_loss << ",\n  \"first_step\": " << s.first_step
+    << ",\n  \"steps_run\": " << s.steps_run << ",\n  \"total_steps\": " << s.total_steps
+    << ",\n  \"elapsed_s\": " << s.elapsed_s << ",\n  \"gemm_backend\": \"" << s.gemm_backend
+    << "\",\n  \"gemm_peak_gflops\": " << s.gemm_peak_gflops << ",\n  \"model_flops_per_token\": " << s.flops_per_token
+    << ",\n  \"parameters\": " << s.parameters << ",\n  \"tokens_per_step\": " << s.tokens_per_step
+    << ",\n  \"threads\": " << s.threads << ",\n  \"precision\": \"" << s.precision << "\",\n  \"block\": \"" << s.block
+    << "\"\n}\n";
+  writeFileAtomically(path, j.str());
+}
+
+}  // namespace megascale::trainer

@@ -1,0 +1,46 @@
+// Everything megascale-train can be told, from flags and/or a config file. Each option is declared once in
+// the table in train_options.cc (name, default, help), which drives parsing, --help and the config file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/model/model_config.h"
+#include "trainer/optim/optimizer.h"
+
+namespace megascale::trainer {
+
+struct TrainOptions {
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  int64_t batch_size = 8;
+  int64_t steps = 300;
+  double lr = 1e-3, min_lr = -1;  // min_lr < 0: lr / 10
+  int64_t warmup = -1;            // < 0: steps / 10, at most 100
+  std::string data;               // text file or token shard (.bin)
+  std::string tokenizer = "bytes";  // "bytes", "bpe:N" (learn N tokens from the data), or a .bpe file
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;   // 0: only at the end (when a directory is given)
+  int keep_checkpoints = 2;
+  bool resume = true;             // continue from checkpoint_dir/latest when it exists
+  int64_t stop_after = 0;         // > 0: stop after this many steps of this run (tests interruption)
+  uint64_t seed = 1234;
+  std::string precision = "fp32";
+  std::string gemm = "auto";
+  int threads = 0;                // 0: all online CPUs
+  std::string summary_json, csv, plot;
+  int64_t sample_tokens = 0;      // text generated after training, to eyeball the model
+  int64_t log_every = 1;
+};
+
+/// Parses argv (and --config FILE, whose "key = value" lines take the flag names without dashes; flags win).
+/// Throws std::invalid_argument with the offending flag or line. Sets `help` for -h/--help.
+TrainOptions parseTrainOptions(int argc, char** argv, bool& help);
+
+std::string trainUsage();
+
+/// The options in effect, one "name = value" per line (printed at start-up and loadable as --config).
+std::string describeOptions(const TrainOptions& o);
+
+}  // namespace megascale::trainer
