@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+
+#include "trainer/kernels/fast_math.h"
 #include <limits>
 #include <vector>
 
@@ -9,8 +11,21 @@ namespace megascale::trainer {
 
 namespace {
 
-constexpr int64_t kKeyTile = 64;
-constexpr int64_t kQueryBlock = 16;
+// Tiles: a block of query rows meets a tile of keys. The key (and value) tile is transposed to [hd][kTile]
+// so scores for all keys of a row come out of broadcast-FMAs across keys, with no horizontal sums; outputs
+// and gradients are accumulated with broadcast-FMAs across the head dimension.
+constexpr int64_t kTile = 32;
+
+struct Rows {
+  int64_t first, last;  // keys a query may see: [max(0, i - window + 1), i]
+};
+Rows visible(int64_t i, int64_t window) { return {std::max<int64_t>(0, i - window + 1), i}; }
+
+template <typename T>
+void axpy(T* y, T alpha, const T* x, int64_t n) {
+#pragma omp simd
+  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
+}
 
 template <typename T>
 T dot(const T* a, const T* b, int64_t n) {
@@ -20,42 +35,42 @@ T dot(const T* a, const T* b, int64_t n) {
   return sum;
 }
 
+// Rows j0.. j0+count of a [seq, stride] matrix at column offset, as [hd][kTile] (zero-padded).
 template <typename T>
-void axpy(T* y, T alpha, const T* x, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
-}
-
-int64_t firstKey(int64_t query, int64_t window) { return std::max<int64_t>(0, query - window + 1); }
-
-// One query row against its window, tile by tile, with running max `top`, normalizer `sum` and output `acc`.
-template <typename T>
-void attendRow(T* out_row, T* lse_value, const T* q, const T* keys, const T* values, int64_t row_stride,
-               int64_t first, int64_t last, int64_t hd, T scale, T* scores, T* acc) {
-  T top = -std::numeric_limits<T>::infinity(), sum = 0;
-  std::fill(acc, acc + hd, T(0));
-  for (int64_t j0 = first; j0 <= last; j0 += kKeyTile) {
-    const int64_t j1 = std::min(last + 1, j0 + kKeyTile);
-    T tile_top = top;
-    for (int64_t j = j0; j < j1; ++j) {
-      scores[j - j0] = dot(q, keys + j * row_stride, hd) * scale;
-      tile_top = std::max(tile_top, scores[j - j0]);
-    }
-    const T correction = std::exp(top - tile_top);
-    sum *= correction;
-#pragma omp simd
-    for (int64_t d = 0; d < hd; ++d) acc[d] *= correction;
-    for (int64_t j = j0; j < j1; ++j) {
-      const T p = std::exp(scores[j - j0] - tile_top);
-      sum += p;
-      axpy(acc, p, values + j * row_stride, hd);
-    }
-    top = tile_top;
+void transposeTile(T* out, const T* base, int64_t stride, int64_t j0, int64_t count, int64_t hd) {
+  for (int64_t d = 0; d < hd; ++d) {
+    T* row = out + d * kTile;
+    for (int64_t j = 0; j < kTile; ++j) row[j] = j < count ? base[(j0 + j) * stride + d] : T(0);
   }
-  const T inverse = T(1) / sum;
-  for (int64_t d = 0; d < hd; ++d) out_row[d] = acc[d] * inverse;
-  *lse_value = top + std::log(sum);
 }
+
+// scores[j] = q . key_j for the tile, from the transposed keys.
+template <typename T>
+void rowTimesTile(T* scores, const T* q, const T* tile_t, int64_t hd) {
+#pragma omp simd
+  for (int64_t j = 0; j < kTile; ++j) scores[j] = 0;
+  for (int64_t d = 0; d < hd; ++d) {
+    const T qd = q[d];
+    const T* row = tile_t + d * kTile;
+#pragma omp simd
+    for (int64_t j = 0; j < kTile; ++j) scores[j] += qd * row[j];
+  }
+}
+
+template <typename T>
+struct TileBuffers {
+  explicit TileBuffers(int64_t hd, int64_t rows)
+      : keys_t(static_cast<size_t>(hd * kTile)),
+        values_t(static_cast<size_t>(hd * kTile)),
+        scores(kTile),
+        second(kTile),
+        top(static_cast<size_t>(rows)),
+        sum(static_cast<size_t>(rows)),
+        acc(static_cast<size_t>(rows * hd)) {}
+  std::vector<T> keys_t, values_t, scores, second, top, sum, acc;
+};
+
+constexpr int64_t kQueryBlock = 32;
 
 }  // namespace
 
@@ -64,17 +79,54 @@ void attentionForward(T* out, T* lse, const T* qkv, const AttentionShape& s) {
   const int64_t c = s.channels(), hd = s.head_dim, stride = 3 * c;
   const int64_t blocks = (s.seq + kQueryBlock - 1) / kQueryBlock;
   const T scale = T(1) / std::sqrt(static_cast<T>(hd));
+  const T minus_infinity = -std::numeric_limits<T>::infinity();
 #pragma omp parallel
   {
-    std::vector<T> scores(kKeyTile), acc(static_cast<size_t>(hd));
+    TileBuffers<T> buf(hd, kQueryBlock);
 #pragma omp for schedule(dynamic, 1) collapse(3)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < s.heads; ++h) {
         for (int64_t blk = 0; blk < blocks; ++blk) {
-          const T* base = qkv + b * s.seq * stride + h * hd;
-          for (int64_t i = blk * kQueryBlock; i < std::min(s.seq, (blk + 1) * kQueryBlock); ++i) {
-            attendRow(out + (b * s.seq + i) * c + h * hd, lse + (b * s.heads + h) * s.seq + i, base + i * stride,
-                      base + c, base + 2 * c, stride, firstKey(i, s.window), i, hd, scale, scores.data(), acc.data());
+          const T* q_base = qkv + b * s.seq * stride + h * hd;
+          const T* k_base = q_base + c;
+          const T* v_base = q_base + 2 * c;
+          const int64_t i0 = blk * kQueryBlock, i1 = std::min(s.seq, i0 + kQueryBlock);
+          std::fill(buf.top.begin(), buf.top.end(), minus_infinity);
+          std::fill(buf.sum.begin(), buf.sum.end(), T(0));
+          std::fill(buf.acc.begin(), buf.acc.end(), T(0));
+          for (int64_t j0 = visible(i0, s.window).first / kTile * kTile; j0 < i1; j0 += kTile) {
+            const int64_t count = std::min(kTile, i1 - j0);
+            transposeTile(buf.keys_t.data(), k_base, stride, j0, count, hd);
+            for (int64_t i = i0; i < i1; ++i) {
+              const Rows r = visible(i, s.window);
+              const int64_t lo = std::max(r.first, j0) - j0, hi = std::min(r.last, j0 + count - 1) - j0;
+              if (lo > hi) continue;
+              T* scores = buf.scores.data();
+              rowTimesTile(scores, q_base + i * stride, buf.keys_t.data(), hd);
+              T tile_top = buf.top[i - i0];
+              for (int64_t j = lo; j <= hi; ++j) tile_top = std::max(tile_top, scores[j] * scale);
+              const T correction = expOf(buf.top[i - i0] - tile_top);
+              T* acc = buf.acc.data() + (i - i0) * hd;
+              T sum = buf.sum[i - i0] * correction;
+#pragma omp simd
+              for (int64_t d = 0; d < hd; ++d) acc[d] *= correction;
+#pragma omp simd reduction(+ : sum)
+              for (int64_t j = 0; j < kTile; ++j) {
+                const T p = (j >= lo && j <= hi) ? expOf(scores[j] * scale - tile_top) : T(0);
+                scores[j] = p;
+                sum += p;
+              }
+              for (int64_t j = lo; j <= hi; ++j) axpy(acc, scores[j], v_base + (j0 + j) * stride, hd);
+              buf.top[i - i0] = tile_top;
+              buf.sum[i - i0] = sum;
+            }
+          }
+          for (int64_t i = i0; i < i1; ++i) {
+            const T inverse = T(1) / buf.sum[i - i0];
+            T* o = out + (b * s.seq + i) * c + h * hd;
+            const T* acc = buf.acc.data() + (i - i0) * hd;
+            for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] * inverse;
+            lse[(b * s.heads + h) * s.seq + i] = buf.top[i - i0] + std::log(buf.sum[i - i0]);
           }
         }
       }
@@ -83,33 +135,59 @@ void attentionForward(T* out, T* lse, const T* qkv, const AttentionShape& s) {
 }
 
 // With P = softmax(S), dS = P * (dP - D) where dP = dO V^T and D_i = dO_i . O_i; dQ = dS K * scale,
-// dK = dS^T Q * scale, dV = P^T dO.
+// dK = dS^T Q * scale, dV = P^T dO. A task owns one (batch, head), so its dK and dV rows have one writer.
 template <typename T>
 void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* out, const T* lse, const AttentionShape& s) {
   const int64_t c = s.channels(), hd = s.head_dim, stride = 3 * c;
   const T scale = T(1) / std::sqrt(static_cast<T>(hd));
-#pragma omp parallel for schedule(dynamic, 1) collapse(2)
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const T* base = qkv + b * s.seq * stride + h * hd;
-      T* dbase = dqkv + b * s.seq * stride + h * hd;
-      for (int64_t i = 0; i < s.seq; ++i) {
-        for (int part = 0; part < 3; ++part) std::fill_n(dbase + i * stride + part * c, hd, T(0));
-      }
-      const T* row_lse = lse + (b * s.heads + h) * s.seq;
-      for (int64_t i = 0; i < s.seq; ++i) {
-        const T* q = base + i * stride;
-        const T* dO = dout + (b * s.seq + i) * c + h * hd;
-        const T d_i = dot(dO, out + (b * s.seq + i) * c + h * hd, hd);
-        T* dq = dbase + i * stride;
-        for (int64_t j = firstKey(i, s.window); j <= i; ++j) {
-          const T* k = base + j * stride + c;
-          const T* v = base + j * stride + 2 * c;
-          const T p = std::exp(dot(q, k, hd) * scale - row_lse[i]);
-          const T ds = p * (dot(dO, v, hd) - d_i) * scale;
-          axpy(dbase + j * stride + 2 * c, p, dO, hd);
-          axpy(dq, ds, k, hd);
-          axpy(dbase + j * stride + c, ds, q, hd);
+#pragma omp parallel
+  {
+    TileBuffers<T> buf(hd, s.seq);
+#pragma omp for schedule(dynamic, 1) collapse(2)
+    for (int64_t b = 0; b < s.batch; ++b) {
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const T* q_base = qkv + b * s.seq * stride + h * hd;
+        const T* k_base = q_base + c;
+        const T* v_base = q_base + 2 * c;
+        T* dq_base = dqkv + b * s.seq * stride + h * hd;
+        T* dk_base = dq_base + c;
+        T* dv_base = dq_base + 2 * c;
+        const T* row_lse = lse + (b * s.heads + h) * s.seq;
+        T* d_rows = buf.sum.data();  // D_i for every query row
+        for (int64_t i = 0; i < s.seq; ++i) {
+          const T* dO = dout + (b * s.seq + i) * c + h * hd;
+          d_rows[i] = dot(dO, out + (b * s.seq + i) * c + h * hd, hd);
+          for (int part = 0; part < 3; ++part) std::fill_n(dq_base + i * stride + part * c, hd, T(0));
+        }
+        for (int64_t j0 = 0; j0 < s.seq; j0 += kTile) {
+          const int64_t count = std::min(kTile, s.seq - j0);
+          transposeTile(buf.keys_t.data(), k_base, stride, j0, count, hd);
+          transposeTile(buf.values_t.data(), v_base, stride, j0, count, hd);
+          const int64_t last_query = std::min(s.seq - 1, j0 + count - 1 + s.window - 1);
+          for (int64_t i = j0; i <= last_query; ++i) {
+            const Rows r = visible(i, s.window);
+            const int64_t lo = std::max(r.first, j0) - j0, hi = std::min(r.last, j0 + count - 1) - j0;
+            if (lo > hi) continue;
+            const T* q = q_base + i * stride;
+            const T* dO = dout + (b * s.seq + i) * c + h * hd;
+            T* p = buf.scores.data();
+            T* ds = buf.second.data();
+            rowTimesTile(p, q, buf.keys_t.data(), hd);
+            rowTimesTile(ds, dO, buf.values_t.data(), hd);
+            const T lse_i = row_lse[i], d_i = d_rows[i];
+#pragma omp simd
+            for (int64_t j = 0; j < kTile; ++j) {
+              const T pj = (j >= lo && j <= hi) ? expOf(p[j] * scale - lse_i) : T(0);
+              ds[j] = pj * (ds[j] - d_i) * scale;
+              p[j] = pj;
+            }
+            T* dq = dq_base + i * stride;
+            for (int64_t j = lo; j <= hi; ++j) {
+              axpy(dv_base + (j0 + j) * stride, p[j], dO, hd);
+              axpy(dk_base + (j0 + j) * stride, ds[j], q, hd);
+              axpy(dq, ds[j], k_base + (j0 + j) * stride, hd);
+            }
+          }
         }
       }
     }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "trainer/kernels/fast_math.h"
+
 namespace megascale::trainer {
 
 template <typename T>
@@ -14,7 +16,7 @@ void crossEntropyForward(T* losses, T* lse, const T* logits, const int32_t* targ
     for (int64_t v = 0; v < vocab; ++v) top = z[v] > top ? z[v] : top;
     T sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(z[v] - top);
+    for (int64_t v = 0; v < vocab; ++v) sum += expOf(z[v] - top);
     lse[n] = top + std::log(sum);
     losses[n] = lse[n] - z[targets[n]];
   }
@@ -29,7 +31,7 @@ void crossEntropyBackward(T* dlogits, const T* logits, const T* lse, const int32
     T* dz = dlogits + n * vocab;
     const T row_lse = lse[n];
 #pragma omp simd
-    for (int64_t v = 0; v < vocab; ++v) dz[v] = std::exp(z[v] - row_lse) * scale;
+    for (int64_t v = 0; v < vocab; ++v) dz[v] = expOf(z[v] - row_lse) * scale;
     dz[targets[n]] -= scale;
   }
 }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "trainer/kernels/fast_math.h"
+
 namespace megascale::trainer {
 
 namespace {
@@ -15,7 +17,7 @@ void geluForward(T* out, const T* in, int64_t count) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     const T x = in[i];
-    out[i] = T(0.5) * x * (T(1) + std::tanh(a * (x + b * x * x * x)));
+    out[i] = T(0.5) * x * (T(1) + tanhOf(a * (x + b * x * x * x)));
   }
 }
 
@@ -25,7 +27,7 @@ void geluBackward(T* din, const T* dout, const T* in, int64_t count) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     const T x = in[i];
-    const T t = std::tanh(a * (x + b * x * x * x));
+    const T t = tanhOf(a * (x + b * x * x * x));
     const T dt = a * (T(1) + T(3) * b * x * x) * (T(1) - t * t);
     din[i] = dout[i] * (T(0.5) * (T(1) + t) + T(0.5) * x * dt);
   }
