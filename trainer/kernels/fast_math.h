@@ -4,16 +4,19 @@
 // oracle tests compare doubles to 1e-10.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 
 namespace megascale::trainer {
 
-#pragma omp declare simd
 inline float fastExp(float x) {
-  x = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);
-  const float n = std::floor(x * 1.44269504f + 0.5f);
+  x = std::min(std::max(x, -87.3f), 88.3f);
+  // Round x / ln2 to the nearest integer by adding 1.5 * 2^23: the sum's low mantissa bits are that integer.
+  // (The clamp above vectorizes only with -fno-trapping-math, which the trainer's kernels are built with.)
+  const float shifted = x * 1.44269504f + 12582912.0f;
+  const float n = shifted - 12582912.0f;
   // r = x - n ln2 in two parts for accuracy; |r| <= ln2 / 2.
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
   // e^r by its Taylor/minimax polynomial (Cephes' coefficients).
@@ -24,7 +27,7 @@ inline float fastExp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  const int32_t bits = (std::bit_cast<int32_t>(shifted) - 0x4B400000 + 127) << 23;
   return p * std::bit_cast<float>(bits);
 }
 
