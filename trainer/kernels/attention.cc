@@ -15,6 +15,7 @@ namespace {
 // so scores for all keys of a row come out of broadcast-FMAs across keys, with no horizontal sums; outputs
 // and gradients are accumulated with broadcast-FMAs across the head dimension.
 constexpr int64_t kTile = 32;
+constexpr int64_t kQueryBlock = 32;
 
 struct Rows {
   int64_t first, last;  // keys a query may see: [max(0, i - window + 1), i]
@@ -33,6 +34,29 @@ T dot(const T* a, const T* b, int64_t n) {
 #pragma omp simd reduction(+ : sum)
   for (int64_t d = 0; d < n; ++d) sum += a[d] * b[d];
   return sum;
+}
+
+// out[d] += sum_i weights[i * weight_stride] * rows[i * row_stride + d]: the head dimension in chunks of two
+// vectors held in registers across the whole sum, so each term is one FMA with a memory operand.
+template <typename T>
+void addWeightedRows(T* out, const T* weights, int64_t weight_stride, const T* rows, int64_t row_stride,
+                     int64_t count, int64_t hd) {
+  constexpr int64_t kChunk = 64 / static_cast<int64_t>(sizeof(T));
+  int64_t d0 = 0;
+  for (; d0 + kChunk <= hd; d0 += kChunk) {
+    T acc[kChunk] = {};
+    for (int64_t i = 0; i < count; ++i) {
+      const T w = weights[i * weight_stride];
+      const T* r = rows + i * row_stride + d0;
+#pragma omp simd
+      for (int64_t d = 0; d < kChunk; ++d) acc[d] += w * r[d];
+    }
+#pragma omp simd
+    for (int64_t d = 0; d < kChunk; ++d) out[d0 + d] += acc[d];
+  }
+  for (int64_t i = 0; i < count && d0 < hd; ++i) {
+    for (int64_t d = d0; d < hd; ++d) out[d] += weights[i * weight_stride] * rows[i * row_stride + d];
+  }
 }
 
 // Rows j0.. j0+count of a [seq, stride] matrix at column offset, as [hd][kTile] (zero-padded).
@@ -64,13 +88,14 @@ struct TileBuffers {
         values_t(static_cast<size_t>(hd * kTile)),
         scores(kTile),
         second(kTile),
+        p(static_cast<size_t>(kQueryBlock * kTile)),
+        ds(static_cast<size_t>(kQueryBlock * kTile)),
         top(static_cast<size_t>(rows)),
         sum(static_cast<size_t>(rows)),
         acc(static_cast<size_t>(rows * hd)) {}
-  std::vector<T> keys_t, values_t, scores, second, top, sum, acc;
+  std::vector<T> keys_t, values_t, scores, second, p, ds, top, sum, acc;
 };
 
-constexpr int64_t kQueryBlock = 32;
 
 }  // namespace
 
@@ -116,7 +141,7 @@ void attentionForward(T* out, T* lse, const T* qkv, const AttentionShape& s) {
                 scores[j] = p;
                 sum += p;
               }
-              for (int64_t j = lo; j <= hi; ++j) axpy(acc, scores[j], v_base + (j0 + j) * stride, hd);
+              addWeightedRows(acc, scores + lo, 1, v_base + (j0 + lo) * stride, stride, hi - lo + 1, hd);
               buf.top[i - i0] = tile_top;
               buf.sum[i - i0] = sum;
             }
@@ -164,28 +189,33 @@ void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* out, const
           transposeTile(buf.keys_t.data(), k_base, stride, j0, count, hd);
           transposeTile(buf.values_t.data(), v_base, stride, j0, count, hd);
           const int64_t last_query = std::min(s.seq - 1, j0 + count - 1 + s.window - 1);
-          for (int64_t i = j0; i <= last_query; ++i) {
-            const Rows r = visible(i, s.window);
-            const int64_t lo = std::max(r.first, j0) - j0, hi = std::min(r.last, j0 + count - 1) - j0;
-            if (lo > hi) continue;
-            const T* q = q_base + i * stride;
-            const T* dO = dout + (b * s.seq + i) * c + h * hd;
-            T* p = buf.scores.data();
-            T* ds = buf.second.data();
-            rowTimesTile(p, q, buf.keys_t.data(), hd);
-            rowTimesTile(ds, dO, buf.values_t.data(), hd);
-            const T lse_i = row_lse[i], d_i = d_rows[i];
+          for (int64_t i0 = j0; i0 <= last_query; i0 += kQueryBlock) {
+            const int64_t rows = std::min(kQueryBlock, last_query + 1 - i0);
+            // P and dS for this block x tile; rows or keys a query cannot see hold zeros.
+            for (int64_t i = i0; i < i0 + rows; ++i) {
+              T* p = buf.p.data() + (i - i0) * kTile;
+              T* ds = buf.ds.data() + (i - i0) * kTile;
+              const Rows r = visible(i, s.window);
+              const int64_t lo = std::max(r.first, j0) - j0, hi = std::min(r.last, j0 + count - 1) - j0;
+              rowTimesTile(p, q_base + i * stride, buf.keys_t.data(), hd);
+              rowTimesTile(ds, dout + (b * s.seq + i) * c + h * hd, buf.values_t.data(), hd);
+              const T lse_i = row_lse[i], d_i = d_rows[i];
 #pragma omp simd
-            for (int64_t j = 0; j < kTile; ++j) {
-              const T pj = (j >= lo && j <= hi) ? expOf(p[j] * scale - lse_i) : T(0);
-              ds[j] = pj * (ds[j] - d_i) * scale;
-              p[j] = pj;
+              for (int64_t j = 0; j < kTile; ++j) {
+                const T pj = (j >= lo && j <= hi) ? expOf(p[j] * scale - lse_i) : T(0);
+                ds[j] = pj * (ds[j] - d_i) * scale;
+                p[j] = pj;
+              }
             }
-            T* dq = dq_base + i * stride;
-            for (int64_t j = lo; j <= hi; ++j) {
-              axpy(dv_base + (j0 + j) * stride, p[j], dO, hd);
-              axpy(dk_base + (j0 + j) * stride, ds[j], q, hd);
-              axpy(dq, ds[j], k_base + (j0 + j) * stride, hd);
+            const T* dO_block = dout + (b * s.seq + i0) * c + h * hd;
+            for (int64_t j = 0; j < count; ++j) {
+              addWeightedRows(dv_base + (j0 + j) * stride, buf.p.data() + j, kTile, dO_block, c, rows, hd);
+              addWeightedRows(dk_base + (j0 + j) * stride, buf.ds.data() + j, kTile, q_base + i0 * stride, stride, rows,
+                              hd);
+            }
+            for (int64_t i = i0; i < i0 + rows; ++i) {
+              addWeightedRows(dq_base + i * stride, buf.ds.data() + (i - i0) * kTile, 1, k_base + j0 * stride, stride,
+                              count, hd);
             }
           }
         }
