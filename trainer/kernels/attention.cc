@@ -1,6 +1,7 @@
 #include "trainer/kernels/attention.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 
 #include "trainer/kernels/fast_math.h"
@@ -23,12 +24,6 @@ struct Rows {
 Rows visible(int64_t i, int64_t window) { return {std::max<int64_t>(0, i - window + 1), i}; }
 
 template <typename T>
-void axpy(T* y, T alpha, const T* x, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
-}
-
-template <typename T>
 T dot(const T* a, const T* b, int64_t n) {
   T sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -36,23 +31,56 @@ T dot(const T* a, const T* b, int64_t n) {
   return sum;
 }
 
-// out[d] += sum_i weights[i * weight_stride] * rows[i * row_stride + d]: the head dimension in chunks of two
-// vectors held in registers across the whole sum, so each term is one FMA with a memory operand.
+// 32-byte vectors (GCC vector extensions): the loops below keep their accumulators in registers, which
+// plain arrays did not (GCC spilled them to the stack and serialized every FMA on a store-forward).
+template <typename T>
+struct VectorOf;
+template <>
+struct VectorOf<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<double> {
+  typedef double type __attribute__((vector_size(32)));
+};
+template <typename T>
+using Vec = typename VectorOf<T>::type;
+template <typename T>
+constexpr int64_t kLanes = 32 / static_cast<int64_t>(sizeof(T));
+
+template <typename T>
+Vec<T> load(const T* p) {
+  Vec<T> v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <typename T>
+void store(T* p, Vec<T> v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+
+// out[d] += sum_i weights[i * weight_stride] * rows[i * row_stride + d]. Eight vector accumulators (64
+// floats) per pass: enough independent FMA chains to cover the FMA latency on both ports.
 template <typename T>
 void addWeightedRows(T* out, const T* weights, int64_t weight_stride, const T* rows, int64_t row_stride,
                      int64_t count, int64_t hd) {
-  constexpr int64_t kChunk = 64 / static_cast<int64_t>(sizeof(T));
+  constexpr int64_t L = kLanes<T>;
   int64_t d0 = 0;
-  for (; d0 + kChunk <= hd; d0 += kChunk) {
-    T acc[kChunk] = {};
+  for (; d0 + 8 * L <= hd; d0 += 8 * L) {
+    Vec<T> acc[8] = {};
     for (int64_t i = 0; i < count; ++i) {
       const T w = weights[i * weight_stride];
       const T* r = rows + i * row_stride + d0;
-#pragma omp simd
-      for (int64_t d = 0; d < kChunk; ++d) acc[d] += w * r[d];
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; ++v) acc[v] += w * load(r + v * L);
     }
-#pragma omp simd
-    for (int64_t d = 0; d < kChunk; ++d) out[d0 + d] += acc[d];
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) store(out + d0 + v * L, load(out + d0 + v * L) + acc[v]);
+  }
+  for (; d0 + L <= hd; d0 += L) {
+    Vec<T> acc = {};
+    for (int64_t i = 0; i < count; ++i) acc += weights[i * weight_stride] * load(rows + i * row_stride + d0);
+    store(out + d0, load(out + d0) + acc);
   }
   for (int64_t i = 0; i < count && d0 < hd; ++i) {
     for (int64_t d = d0; d < hd; ++d) out[d] += weights[i * weight_stride] * rows[i * row_stride + d];
@@ -68,16 +96,26 @@ void transposeTile(T* out, const T* base, int64_t stride, int64_t j0, int64_t co
   }
 }
 
-// scores[j] = q . key_j for the tile, from the transposed keys.
+// scores_a[j] = qa . key_j and scores_b[j] = qb . key_j for the tile, from the transposed keys: two query
+// rows share each load of the tile, and their kTile / lanes accumulators each are independent FMA chains.
 template <typename T>
-void rowTimesTile(T* scores, const T* q, const T* tile_t, int64_t hd) {
-#pragma omp simd
-  for (int64_t j = 0; j < kTile; ++j) scores[j] = 0;
+void rowsTimesTile(T* scores_a, T* scores_b, const T* qa, const T* qb, const T* tile_t, int64_t hd) {
+  constexpr int64_t L = kLanes<T>, V = kTile / L;
+  Vec<T> a[V] = {}, b[V] = {};
   for (int64_t d = 0; d < hd; ++d) {
-    const T qd = q[d];
+    const T xa = qa[d], xb = qb[d];
     const T* row = tile_t + d * kTile;
-#pragma omp simd
-    for (int64_t j = 0; j < kTile; ++j) scores[j] += qd * row[j];
+#pragma GCC unroll 8
+    for (int64_t v = 0; v < V; ++v) {
+      const Vec<T> k = load(row + v * L);
+      a[v] += xa * k;
+      b[v] += xb * k;
+    }
+  }
+#pragma GCC unroll 8
+  for (int64_t v = 0; v < V; ++v) {
+    store(scores_a + v * L, a[v]);
+    store(scores_b + v * L, b[v]);
   }
 }
 
@@ -123,11 +161,15 @@ void attentionForward(T* out, T* lse, const T* qkv, const AttentionShape& s) {
             const int64_t count = std::min(kTile, i1 - j0);
             transposeTile(buf.keys_t.data(), k_base, stride, j0, count, hd);
             for (int64_t i = i0; i < i1; ++i) {
+              if ((i - i0) % 2 == 0) {  // scores for this row and the next in one pass over the tile
+                const int64_t i2 = std::min(i + 1, i1 - 1);
+                rowsTimesTile(buf.scores.data(), buf.second.data(), q_base + i * stride, q_base + i2 * stride,
+                              buf.keys_t.data(), hd);
+              }
               const Rows r = visible(i, s.window);
               const int64_t lo = std::max(r.first, j0) - j0, hi = std::min(r.last, j0 + count - 1) - j0;
               if (lo > hi) continue;
-              T* scores = buf.scores.data();
-              rowTimesTile(scores, q_base + i * stride, buf.keys_t.data(), hd);
+              T* scores = (i - i0) % 2 == 0 ? buf.scores.data() : buf.second.data();
               T tile_top = buf.top[i - i0];
               for (int64_t j = lo; j <= hi; ++j) tile_top = std::max(tile_top, scores[j] * scale);
               const T correction = expOf(buf.top[i - i0] - tile_top);
@@ -192,13 +234,19 @@ void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* out, const
           for (int64_t i0 = j0; i0 <= last_query; i0 += kQueryBlock) {
             const int64_t rows = std::min(kQueryBlock, last_query + 1 - i0);
             // P and dS for this block x tile; rows or keys a query cannot see hold zeros.
+            for (int64_t i = i0; i < i0 + rows; i += 2) {
+              const int64_t i2 = std::min(i + 1, i0 + rows - 1);  // an odd last row is computed twice
+              rowsTimesTile(buf.p.data() + (i - i0) * kTile, buf.p.data() + (i2 - i0) * kTile, q_base + i * stride,
+                            q_base + i2 * stride, buf.keys_t.data(), hd);
+              rowsTimesTile(buf.ds.data() + (i - i0) * kTile, buf.ds.data() + (i2 - i0) * kTile,
+                            dout + (b * s.seq + i) * c + h * hd, dout + (b * s.seq + i2) * c + h * hd,
+                            buf.values_t.data(), hd);
+            }
             for (int64_t i = i0; i < i0 + rows; ++i) {
               T* p = buf.p.data() + (i - i0) * kTile;
               T* ds = buf.ds.data() + (i - i0) * kTile;
               const Rows r = visible(i, s.window);
               const int64_t lo = std::max(r.first, j0) - j0, hi = std::min(r.last, j0 + count - 1) - j0;
-              rowTimesTile(p, q_base + i * stride, buf.keys_t.data(), hd);
-              rowTimesTile(ds, dout + (b * s.seq + i) * c + h * hd, buf.values_t.data(), hd);
               const T lse_i = row_lse[i], d_i = d_rows[i];
 #pragma omp simd
               for (int64_t j = 0; j < kTile; ++j) {
