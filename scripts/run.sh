@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the main job on the embedded defaults: a 4-rank local all-reduce benchmark
-# (nccl-tests format, data checked) over shared memory and over TCP, then a short demo of the C API.
+# Sets up, builds and runs the main job on the embedded defaults: megascale-train trains a small GPT
+# (trainer/configs/main_job.conf) on the Jargon File for a few hundred steps on this CPU, printing a
+# progress line per 10 steps; outputs (checkpoints, CSV, summary JSON, loss curve) go to build/main-job/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,9 +9,9 @@ bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)"
 
-for transport in shm tcp; do
-  echo "== all_reduce_perf, 4 ranks, MEGASCALE_TRANSPORT=$transport"
-  MEGASCALE_TRANSPORT=$transport build/launcher/megascale-run -n 4 build/bench/all_reduce_perf -b 8 -e 64M -f 4 -c 1
-done
-echo "== demo"
-build/launcher/megascale-run -n 4 build/examples/demo
+out=build/main-job
+rm -rf "$out"
+mkdir -p "$out"
+build/trainer/megascale-train --config trainer/configs/main_job.conf --checkpoint-dir "$out/checkpoints" \
+  --csv "$out/steps.csv" --summary-json "$out/summary.json" --plot "$out/loss.png" "$@"
+echo "outputs: $out/steps.csv, $out/summary.json, $out/loss.png, $out/checkpoints/"

@@ -12,7 +12,7 @@ packages=(
   libdnnl-dev libopenblas-dev libblis-dev   # GEMM libraries the trainer measures (opened at run time)
   python3-torch python3-numpy               # the trainer's numerics oracle and its PyTorch baseline
   jargon-text                               # the main job's training text (public domain)
-  libpng-dev                                # the loss-curve plot
+  libpng-dev zlib1g-dev                     # the loss-curve plot; gzip-compressed training text
 )
 
 missing=()

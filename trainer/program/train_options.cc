@@ -86,7 +86,7 @@ const std::vector<Option>& options() {
       REAL_OPTION("beta1", optimizer.beta1, "Adam beta1"),
       REAL_OPTION("beta2", optimizer.beta2, "Adam beta2"),
       REAL_OPTION("clip", optimizer.clip_norm, "global gradient-norm clip; 0 = off"),
-      TEXT_OPTION("data", data, "training text file, or a token shard from megascale-tokenize (.bin)"),
+      TEXT_OPTION("data", data, "training text (plain or .gz), or a token shard (.bin)"),
       TEXT_OPTION("tokenizer", tokenizer, "bytes | bpe:N (learn N tokens from the data) | FILE.bpe"),
       TEXT_OPTION("checkpoint-dir", checkpoint_dir, "where checkpoints go; a run resumes from its latest"),
       INT_OPTION("checkpoint-every", checkpoint_every, "steps between checkpoints; 0 = at the end only"),

@@ -12,6 +12,7 @@
 namespace megascale::trainer {
 
 struct TrainOptions {
+  TrainOptions() { model.vocab = 0; }  // the data's vocabulary unless told
   ModelConfig model;
   OptimizerConfig optimizer;
   int64_t batch_size = 8;

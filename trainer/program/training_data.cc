@@ -2,13 +2,34 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
+
+#include <zlib.h>
 
 #include "trainer/data/token_shard.h"
 
 namespace megascale::trainer {
+
+namespace {
+
+// Plain or gzip-compressed text (gzread passes uncompressed files through unchanged).
+std::string readText(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) throw std::runtime_error("cannot open training text " + path);
+  std::string text;
+  char buffer[1 << 16];
+  int n;
+  while ((n = gzread(file, buffer, sizeof(buffer))) > 0) text.append(buffer, static_cast<size_t>(n));
+  int error = Z_OK;
+  const char* message = gzerror(file, &error);
+  gzclose(file);
+  if (n < 0 || (error != Z_OK && error != Z_STREAM_END)) {
+    throw std::runtime_error("cannot read training text " + path + ": " + message);
+  }
+  return text;
+}
+
+}  // namespace
 
 TrainingData loadTrainingData(const std::string& path, const std::string& tokenizer_spec,
                               const std::string& save_dir) {
@@ -22,9 +43,7 @@ TrainingData loadTrainingData(const std::string& path, const std::string& tokeni
     data.tokens = std::make_shared<const std::vector<int32_t>>(std::move(shard.tokens));
     return data;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open training text " + path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = readText(path);
   const auto t0 = std::chrono::steady_clock::now();
   std::string how = "bytes";
   if (tokenizer_spec.rfind("bpe:", 0) == 0) {

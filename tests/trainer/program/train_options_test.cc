@@ -1,0 +1,54 @@
+#include "trainer/program/train_options.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace megascale::trainer {
+namespace {
+
+TrainOptions parse(std::vector<std::string> args) {
+  std::vector<char*> argv{const_cast<char*>("megascale-train")};
+  for (auto& a : args) argv.push_back(a.data());
+  bool help = false;
+  return parseTrainOptions(static_cast<int>(argv.size()), argv.data(), help);
+}
+
+TEST(TrainOptions, ConfigFileThenFlagsWhichWin) {
+  const std::string path = ::testing::TempDir() + "/train.conf";
+  std::ofstream(path) << "# a run\nlayers = 3\nd_model=64  # comment\nblock = serial\nlr = 5e-4\nsteps = 50\n";
+  TrainOptions o = parse({"--config", path, "--layers", "4", "--optimizer=lamb"});
+  EXPECT_EQ(o.model.layers, 4);
+  EXPECT_EQ(o.model.d_model, 64);
+  EXPECT_EQ(o.model.block, BlockKind::kSerial);
+  EXPECT_EQ(o.optimizer.kind, OptimizerKind::kLamb);
+  EXPECT_DOUBLE_EQ(o.lr, 5e-4);
+  EXPECT_DOUBLE_EQ(o.min_lr, 5e-5);  // derived: lr / 10
+  EXPECT_EQ(o.warmup, 5);            // derived: steps / 10
+  // What describeOptions prints loads back as a config file.
+  std::ofstream(path) << describeOptions(o);
+  TrainOptions again = parse({"--config", path});
+  EXPECT_EQ(describeOptions(again), describeOptions(o));
+}
+
+TEST(TrainOptions, MistakesNameTheFlagOrLine) {
+  auto message = [](std::vector<std::string> args) {
+    try {
+      parse(std::move(args));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({"--layrs", "3"}).find("unknown option 'layrs'"), std::string::npos);
+  EXPECT_NE(message({"--layers", "three"}).find("--layers expects an integer"), std::string::npos);
+  EXPECT_NE(message({"--block", "diagonal"}).find("--block must be"), std::string::npos);
+  EXPECT_NE(message({"--steps"}).find("--steps needs a value"), std::string::npos);
+  EXPECT_NE(message({"--precision", "fp8"}).find("--precision"), std::string::npos);
+  const std::string path = ::testing::TempDir() + "/bad.conf";
+  std::ofstream(path) << "layers = 2\nthis line has no equals sign\n";
+  EXPECT_NE(message({"--config", path}).find("bad.conf:2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace megascale::trainer
