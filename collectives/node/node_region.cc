@@ -77,7 +77,12 @@ Status Region::attach(const RegionIdentity& id, int peer, std::unique_ptr<Region
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
+    // A dying process closes its files before its pidfd turns readable: give it a moment to finish exiting,
+    // so a peer killed before we attached reads as a lost peer, not as a permission problem.
+    pollfd exited{pidfd, POLLIN, 0};
+    const bool gone = err == ENOENT && poll(&exited, 1, 1000) == 1;
     close(pidfd);
+    if (gone) return Status(ErrorCode::kPeerLost, who + " exited before this rank could attach its shared memory");
     return Status(ErrorCode::kSystem, "cannot open " + who + "'s shared memory " + path + ": " + errnoText(err) +
                                           " (ranks in other pid namespaces or of other users cannot share memory; "
                                           "MEGASCALE_SHM_COLLECTIVES=0 turns the node engine off)");
