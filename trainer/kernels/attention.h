@@ -21,4 +21,7 @@ void attentionForward(T* out, T* lse, const T* qkv, const AttentionShape& s);
 template <typename T>
 void attentionBackward(T* dqkv, const T* dout, const T* qkv, const T* out, const T* lse, const AttentionShape& s);
 
+/// Float kernels use AVX-512 when the CPU has it; tests force the AVX2 build to cover both.
+void useAvx512Attention(bool allowed);
+
 }  // namespace megascale::trainer

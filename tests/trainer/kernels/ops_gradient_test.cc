@@ -159,6 +159,26 @@ INSTANTIATE_TEST_SUITE_P(Windows, AttentionGradient,
                            return "seq" + std::to_string(info.param.seq) + "_window" + std::to_string(info.param.window);
                          });
 
+// The float kernels (AVX-512 and AVX2 builds) against the double ones on a shape with several tiles.
+TEST(AttentionFloat, BothVectorBuildsMatchDouble) {
+  const AttentionShape s{2, 100, 3, 64, 70};
+  auto qkv = pseudoRandom(s.batch * s.seq * 3 * s.channels(), 22, 1.0);
+  auto dout = pseudoRandom(s.batch * s.seq * s.channels(), 23, 1.0);
+  std::vector<double> out(dout.size()), lse(s.batch * s.heads * s.seq), dqkv(qkv.size());
+  attentionForward(out.data(), lse.data(), qkv.data(), s);
+  attentionBackward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), s);
+  for (bool avx512 : {true, false}) {
+    useAvx512Attention(avx512);
+    std::vector<float> qkv_f(qkv.begin(), qkv.end()), dout_f(dout.begin(), dout.end());
+    std::vector<float> out_f(out.size()), lse_f(lse.size()), dqkv_f(qkv.size());
+    attentionForward(out_f.data(), lse_f.data(), qkv_f.data(), s);
+    attentionBackward(dqkv_f.data(), dout_f.data(), qkv_f.data(), out_f.data(), lse_f.data(), s);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out_f[i], out[i], 1e-5) << "avx512=" << avx512 << " out " << i;
+    for (size_t i = 0; i < dqkv.size(); ++i) ASSERT_NEAR(dqkv_f[i], dqkv[i], 1e-4) << "avx512=" << avx512 << " dqkv " << i;
+  }
+  useAvx512Attention(true);
+}
+
 // Against the textbook definition with the full matrix: softmax(QK^T/sqrt(d) + mask) V.
 TEST(AttentionForward, MatchesTheMaterializedSoftmaxWithAWindow) {
   const AttentionShape s{1, 150, 1, 4, 70};  // more keys than one tile, window cuts into the tiles
