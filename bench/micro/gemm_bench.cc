@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "trainer/kernels/gemm.h"
+#include "trainer/kernels/gemm_bf16.h"
 
 namespace {
 
@@ -41,6 +42,22 @@ void runGemm(benchmark::State& state, const std::string& backend, const Shape& s
       benchmark::Counter(2e-9 * static_cast<double>(s.m * s.n * s.k), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// --precision bf16: bf16 operands, fp32 accumulation (AMX where present).
+void runGemmBf16(benchmark::State& state, const Shape& s) {
+  using megascale::trainer::bf16;
+  const int64_t a_cols = s.ta == Trans::kNo ? s.k : s.m, b_cols = s.tb == Trans::kNo ? s.n : s.k;
+  std::vector<bf16> a(static_cast<size_t>(s.m * s.k), 0x3f00), b(static_cast<size_t>(s.k * s.n), 0x3e80);
+  std::vector<float> c(static_cast<size_t>(s.m * s.n));
+  const megascale::trainer::GemmBf16Call call{s.ta, s.tb, s.m, s.n, s.k, a.data(), a_cols, b.data(), b_cols,
+                                              1.0f, c.data(), s.n};
+  for (auto _ : state) {
+    megascale::trainer::gemmBf16(call);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2e-9 * static_cast<double>(s.m * s.n * s.k), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,6 +68,13 @@ int main(int argc, char** argv) {
           ->MinTime(0.2)
           ->UseRealTime();
     }
+  }
+  for (const Shape& shape : kShapes) {
+    benchmark::RegisterBenchmark(("bf16-" + megascale::trainer::bf16GemmBackend() + "/" + shape.name).c_str(),
+                                 runGemmBf16, shape)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.2)
+        ->UseRealTime();
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

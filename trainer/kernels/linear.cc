@@ -3,27 +3,53 @@
 #include <algorithm>
 
 #include "trainer/kernels/gemm.h"
+#include "trainer/kernels/gemm_bf16.h"
 #include "trainer/kernels/parallel.h"
 
 namespace megascale::trainer {
 
+namespace {
+
+// The bias goes into y first and the GEMM accumulates onto it: one pass over y instead of two. Returns the
+// GEMM's beta.
+template <typename T>
+T placeBias(T* y, const T* bias, const LinearShape& s, bool accumulate) {
+  if (bias == nullptr) return accumulate ? T(1) : T(0);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < s.rows; ++r) {
+    T* row = y + r * s.out;
+    if (accumulate) {
+      for (int64_t c = 0; c < s.out; ++c) row[c] += bias[c];
+    } else {
+      std::copy(bias, bias + s.out, row);
+    }
+  }
+  return T(1);
+}
+
+}  // namespace
+
 template <typename T>
 void linearForward(T* y, const T* x, const T* weight, const T* bias, const LinearShape& s, bool accumulate) {
-  T beta = accumulate ? T(1) : T(0);
-  if (bias != nullptr) {
-    // The bias goes in first and the GEMM accumulates onto it: one pass over y instead of two.
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < s.rows; ++r) {
-      T* row = y + r * s.out;
-      if (accumulate) {
-        for (int64_t c = 0; c < s.out; ++c) row[c] += bias[c];
-      } else {
-        std::copy(bias, bias + s.out, row);
-      }
-    }
-    beta = T(1);
-  }
+  const T beta = placeBias(y, bias, s, accumulate);
   gemm(GemmCall<T>{Trans::kNo, Trans::kNo, s.rows, s.out, s.in, x, s.in, weight, s.out, beta, y, s.out});
+}
+
+void linearForwardBf16(float* y, const bf16* x, const bf16* weight, const float* bias, const LinearShape& s,
+                       bool accumulate) {
+  const float beta = placeBias(y, bias, s, accumulate);
+  gemmBf16(GemmBf16Call{Trans::kNo, Trans::kNo, s.rows, s.out, s.in, x, s.in, weight, s.out, beta, y, s.out});
+}
+
+void linearBackwardBf16(float* dx, float* dweight, float* dbias, const float* dy, bf16* dy_scratch, const bf16* x,
+                        const bf16* weight, const LinearShape& s, bool accumulate_dx) {
+  convertToBf16(dy_scratch, dy, s.rows * s.out);
+  if (dx != nullptr) {
+    gemmBf16(GemmBf16Call{Trans::kNo, Trans::kYes, s.rows, s.in, s.out, dy_scratch, s.out, weight, s.out,
+                          accumulate_dx ? 1.0f : 0.0f, dx, s.in});
+  }
+  gemmBf16(GemmBf16Call{Trans::kYes, Trans::kNo, s.in, s.out, s.rows, x, s.in, dy_scratch, s.out, 1.0f, dweight, s.out});
+  if (dbias != nullptr) addColumnSums(dbias, dy, s.rows, s.out);
 }
 
 template <typename T>

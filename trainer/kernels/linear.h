@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "trainer/kernels/bf16.h"
+
 namespace megascale::trainer {
 
 struct LinearShape {
@@ -22,6 +24,14 @@ void linearForward(T* y, const T* x, const T* weight, const T* bias, const Linea
 template <typename T>
 void linearBackward(T* dx, T* dweight, T* dbias, const T* dy, const T* x, const T* weight, const LinearShape& s,
                     bool accumulate_dx);
+
+/// Mixed precision: x and W in bf16, y and the bias in float (fp32 accumulation).
+void linearForwardBf16(float* y, const bf16* x, const bf16* weight, const float* bias, const LinearShape& s,
+                       bool accumulate);
+
+/// Mixed precision backward: dy (float) is rounded into dy_scratch [rows, out] first; gradients stay float.
+void linearBackwardBf16(float* dx, float* dweight, float* dbias, const float* dy, bf16* dy_scratch, const bf16* x,
+                        const bf16* weight, const LinearShape& s, bool accumulate_dx);
 
 /// out[c] += sum over rows of in[r, c].
 template <typename T>

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "trainer/kernels/bf16.h"
 #include "trainer/model/model_config.h"
 
 namespace megascale::trainer {
@@ -17,6 +18,8 @@ struct LayerActivations {
   std::vector<T> resid1;                   // [N, C]  serial block: x + attention branch
   std::vector<T> ln2, ln2_mean, ln2_rstd;  // serial block only
   std::vector<T> fc, fc_gelu;              // [N, 4C/tp] before and after GELU
+  // bf16 precision: the GEMM inputs above, rounded once in forward and reused by the weight gradients.
+  std::vector<bf16> ln1_b, att_b, ln2_b, fc_gelu_b;
 };
 
 template <typename T>
@@ -27,8 +30,10 @@ struct Activations {
   std::vector<T> logits, lse, losses;      // [N, V], [N], [N]
   // Backward scratch.
   std::vector<T> dresid, dln, dqkv, datt, dfc, dfc_gelu, dlogits;
+  // bf16 precision: lnf rounded, and the rounded output gradient of whichever GEMM runs.
+  std::vector<bf16> lnf_b, dy_b;
 
-  void resize(const ModelConfig& c, int tp_size, int64_t layer_count, int64_t batch);
+  void resize(const ModelConfig& c, int tp_size, int64_t layer_count, int64_t batch, Precision precision);
 };
 
 }  // namespace megascale::trainer

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "trainer/model/random.h"
 
@@ -64,7 +65,17 @@ void Gpt<T>::checkTokens(const int32_t* tokens, const char* what) const {
 }
 
 template <typename T>
-void Activations<T>::resize(const ModelConfig& c, int tp_size, int64_t layer_count, int64_t batch) {
+void Gpt<T>::setPrecision(Precision precision) {
+  if (precision == Precision::kBf16 && !std::is_same_v<T, float>) {
+    throw std::invalid_argument("bf16 precision is for float models");
+  }
+  precision_ = precision;
+  batch_ = 0;  // activations are re-sized (with or without bf16 copies) at the next forward()
+}
+
+template <typename T>
+void Activations<T>::resize(const ModelConfig& c, int tp_size, int64_t layer_count, int64_t batch,
+                            Precision precision) {
   const auto n = static_cast<size_t>(batch * c.seq_len), d = static_cast<size_t>(c.d_model);
   const size_t local = d / static_cast<size_t>(tp_size);
   const size_t heads = static_cast<size_t>(c.heads / tp_size);
@@ -85,6 +96,16 @@ void Activations<T>::resize(const ModelConfig& c, int tp_size, int64_t layer_cou
     }
     a.fc.resize(n * 4 * local);
     a.fc_gelu.resize(n * 4 * local);
+    if (precision == Precision::kBf16) {
+      a.ln1_b.resize(n * d);
+      a.att_b.resize(n * local);
+      if (c.block == BlockKind::kSerial) a.ln2_b.resize(n * d);
+      a.fc_gelu_b.resize(n * 4 * local);
+    }
+  }
+  if (precision == Precision::kBf16) {
+    lnf_b.resize(n * d);
+    dy_b.resize(n * std::max<size_t>(4 * local, static_cast<size_t>(c.vocab)));
   }
   lnf.resize(n * d);
   lnf_mean.resize(n);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "trainer/kernels/linear.h"
 #include "trainer/model/activations.h"
 #include "trainer/model/model_config.h"
 #include "trainer/model/parameters.h"
@@ -39,6 +40,11 @@ class Gpt {
 
   void zeroGradients();
 
+  /// Runs the GEMMs in bf16 (float models only; the CPU needs bf16 compute, see cpuHasBf16Compute()).
+  /// Throws std::invalid_argument otherwise.
+  void setPrecision(Precision precision);
+  Precision precision() const { return precision_; }
+
   /// Logits [batch * seq_len, vocab] of the last forward().
   const T* logits() const { return act_.logits.data(); }
 
@@ -48,6 +54,12 @@ class Gpt {
   void forwardHead(const int32_t* targets);
   void backwardHead();
   void checkTokens(const int32_t* tokens, const char* what) const;
+  // y (=/+=) x W + b in the model's precision; x_b holds x rounded to bf16 (filled when round_x).
+  void project(T* y, const T* x, std::vector<bf16>& x_b, bool round_x, const T* w, const T* b, const LinearShape& s,
+               bool accumulate);
+  void projectBackward(T* dx, T* dw, T* db, const T* dy, const T* x, const std::vector<bf16>& x_b, const T* w,
+                       const LinearShape& s, bool accumulate_dx);
+  const bf16* roundedWeight(const T* w) const { return weights_b_.data() + (w - params_.data()); }
 
   ModelConfig config_;
   ModelSlice slice_;
@@ -58,6 +70,8 @@ class Gpt {
   Activations<T> act_;
   std::vector<int32_t> inputs_, targets_;
   int64_t batch_ = 0;
+  Precision precision_ = Precision::kFp32;
+  std::vector<bf16> weights_b_;  // bf16 precision: every parameter rounded, refreshed at each forward()
 };
 
 }  // namespace megascale::trainer

@@ -16,6 +16,10 @@ enum class BlockKind {
 BlockKind parseBlockKind(const std::string& text);  // "parallel" | "serial"; throws std::invalid_argument
 const char* blockKindName(BlockKind kind);
 
+/// kBf16: GEMM operands (weights and activations) in bfloat16 with fp32 accumulation; master weights,
+/// gradients, optimizer state and every other op stay fp32.
+enum class Precision { kFp32, kBf16 };
+
 struct ModelConfig {
   int64_t layers = 6;
   int64_t d_model = 384;

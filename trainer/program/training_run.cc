@@ -11,6 +11,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/loader.h"
 #include "trainer/kernels/gemm.h"
+#include "trainer/kernels/gemm_bf16.h"
 #include "trainer/model/gpt.h"
 #include "trainer/model/random.h"
 #include "trainer/program/loss_plot.h"
@@ -95,8 +96,10 @@ std::string sampleText(Gpt<float>& model, const TrainingData& data, Random& rand
 int runTraining(const TrainOptions& options) {
   TrainOptions o = options;
   std::ostream& log = std::cout;
-  if (o.precision == "bf16") {
-    throw std::invalid_argument("--precision bf16 is not available in this build yet; use fp32");
+  const bool bf16_run = o.precision == "bf16";
+  if (bf16_run && !cpuHasBf16Compute()) {
+    throw std::invalid_argument("--precision bf16 needs a CPU with AMX-BF16 or AVX512-BF16 (this one has neither); "
+                                "use --precision fp32");
   }
   const int threads = o.threads > 0 ? o.threads : omp_get_num_procs();
   omp_set_num_threads(threads);
@@ -108,10 +111,16 @@ int runTraining(const TrainOptions& options) {
     throw std::invalid_argument("--vocab " + std::to_string(o.model.vocab) + " is smaller than the data's vocabulary (" +
                                 std::to_string(data.vocab) + ")");
   }
-  const double peak_gflops = chooseGemm(o, log);
+  double peak_gflops = chooseGemm(o, log);
+  if (bf16_run) {  // MFU against what bf16 GEMMs reach here
+    const int64_t m = o.batch_size * o.model.seq_len, n = 4 * o.model.d_model, k = o.model.d_model;
+    peak_gflops = std::max(measureBf16GemmGflops(2048, 2048, 2048, 0.3), measureBf16GemmGflops(m, n, k, 0.3));
+    log << "bf16 GEMM: " << bf16GemmBackend() << "; peak " << std::lround(peak_gflops) << " GFLOP/s\n";
+  }
 
   Gpt<float> model(o.model);
   model.initialize(o.seed);
+  if (bf16_run) model.setPrecision(Precision::kBf16);
   Optimizer<float> optimizer(o.optimizer, model.parameterTable());
   const LrSchedule schedule{o.lr, o.min_lr, o.warmup, o.steps};
   TrainingState state;
@@ -143,7 +152,7 @@ int runTraining(const TrainOptions& options) {
   summary.parameters = model.parameterCount();
   summary.tokens_per_step = o.batch_size * o.model.seq_len;
   summary.gemm_peak_gflops = peak_gflops;
-  summary.gemm_backend = currentGemmBackend();
+  summary.gemm_backend = bf16_run ? "bf16-" + bf16GemmBackend() : currentGemmBackend();
   summary.flops_per_token = flopsPerToken(o.model);
   summary.precision = o.precision;
   summary.block = blockKindName(o.model.block);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "trainer/gradient_check.h"
+#include "trainer/kernels/gemm_bf16.h"
 
 namespace megascale::trainer {
 namespace {
@@ -95,6 +96,50 @@ TEST(Gpt, TokenOutsideTheVocabularyIsRefused) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("input token 13 at position 4"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace megascale::trainer
+
+namespace megascale::trainer {
+namespace {
+
+// bf16 GEMMs with fp32 master weights track the fp32 model: same loss to bf16 rounding, gradients pointing
+// the same way, on AMX where present and on the widened-float path.
+TEST(GptBf16, TracksTheFloatModel) {
+  ModelConfig c = tiny(BlockKind::kSerial, 4);
+  c.d_model = 64;
+  c.heads = 4;
+  c.seq_len = 32;
+  c.vocab = 50;
+  auto in = tokens(4 * 32, 50, 9), target = tokens(4 * 32, 50, 10);
+  for (bool amx : {true, false}) {
+    allowAmx(amx);
+    Gpt<float> full(c), half(c);
+    full.initialize(4);
+    half.initialize(4);
+    half.setPrecision(Precision::kBf16);
+    full.zeroGradients();
+    half.zeroGradients();
+    const float loss_full = full.forward(in.data(), target.data(), 4);
+    const float loss_half = half.forward(in.data(), target.data(), 4);
+    EXPECT_NEAR(loss_half, loss_full, 2e-3 * loss_full) << "amx=" << amx;
+    full.backward();
+    half.backward();
+    double dot = 0, norm_full = 0, norm_half = 0;
+    for (int64_t i = 0; i < full.parameterCount(); ++i) {
+      dot += double(full.gradients()[i]) * half.gradients()[i];
+      norm_full += double(full.gradients()[i]) * full.gradients()[i];
+      norm_half += double(half.gradients()[i]) * half.gradients()[i];
+    }
+    EXPECT_GT(dot / std::sqrt(norm_full * norm_half), 0.999) << "amx=" << amx;
+  }
+  allowAmx(true);
+}
+
+TEST(GptBf16, DoubleModelsRefuseIt) {
+  Gpt<double> model(tiny(BlockKind::kParallel, 0));
+  EXPECT_THROW(model.setPrecision(Precision::kBf16), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+// bf16 x bf16 -> fp32 matrix multiply for --precision bf16: C = op(A) op(B) + beta C with A and B in bfloat16
+// and C in float (fp32 accumulation). Runs on AMX tiles where the CPU and kernel allow them; elsewhere A and B
+// are widened to float and the float GEMM runs (same results up to accumulation order, slower).
+#pragma once
+
+#include <string>
+
+#include "trainer/kernels/bf16.h"
+#include "trainer/kernels/gemm.h"
+
+namespace megascale::trainer {
+
+struct GemmBf16Call {
+  Trans trans_a = Trans::kNo, trans_b = Trans::kNo;
+  int64_t m = 0, n = 0, k = 0;
+  const bf16* a = nullptr;
+  int64_t lda = 0;
+  const bf16* b = nullptr;
+  int64_t ldb = 0;
+  float beta = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+
+void gemmBf16(const GemmBf16Call& call);
+
+/// "amx" or "widened-float"; which one gemmBf16 runs.
+const std::string& bf16GemmBackend();
+
+/// Whether this CPU has bf16 compute (AMX-BF16 or AVX512-BF16) for --precision bf16.
+bool cpuHasBf16Compute();
+
+/// Tests: false makes gemmBf16 take the widened-float path even where AMX works.
+void allowAmx(bool allowed);
+
+/// Best-of GFLOP/s of gemmBf16 on one shape (the bf16 MFU denominator).
+double measureBf16GemmGflops(int64_t m, int64_t n, int64_t k, double seconds);
+
+}  // namespace megascale::trainer
