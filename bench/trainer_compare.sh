@@ -38,7 +38,7 @@ run_ours() {  # run_ours PRECISION
     cat "$out/ours-$1.log" >&2
     return 1
   }
-  grep '^GEMM:' "$out/ours-$1.log" | sed 's/^/# ours: /'
+  grep -E '^(bf16 )?GEMM:' "$out/ours-$1.log" | sed "s/^/# ours $1: /"
 }
 run_torch() {  # run_torch NAME [env -u ...]
   local name=$1
@@ -68,6 +68,9 @@ if os.path.exists(os.path.join(out, "ours-bf16.json")):
     print(f"{'megascale-train bf16 (' + b['gemm_backend'] + ')':<44}{b['tokens_per_s']:>10.0f}{b['tokens_per_s'] / best:>11.2f}x{100 * b['mfu']:>7.1f}%")
 elif note:
     print(note)
-print(f"# MFU: model FLOPs ({ours['model_flops_per_token'] / 1e6:.1f} MFLOP/token) x tokens/s / GEMM peak measured at start-up ({ours['gemm_peak_gflops']:.0f} GFLOP/s fp32)")
+peaks = f"fp32 {ours['gemm_peak_gflops']:.0f}"
+if os.path.exists(os.path.join(out, "ours-bf16.json")):
+    peaks += f", bf16 {load('ours-bf16')['gemm_peak_gflops']:.0f}"
+print(f"# MFU: model FLOPs ({ours['model_flops_per_token'] / 1e6:.1f} MFLOP/token) x tokens/s / the GEMM peak of that precision measured at start-up ({peaks} GFLOP/s)")
 print(f"# targets: fp32 >= 2x PyTorch and MFU >= 50%; bf16 >= 3x PyTorch")
 PY

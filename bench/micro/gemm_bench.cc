@@ -43,8 +43,9 @@ void runGemm(benchmark::State& state, const std::string& backend, const Shape& s
 }
 
 // --precision bf16: bf16 operands, fp32 accumulation (AMX where present).
-void runGemmBf16(benchmark::State& state, const Shape& s) {
+void runGemmBf16(benchmark::State& state, const std::string& backend, const Shape& s) {
   using megascale::trainer::bf16;
+  megascale::trainer::selectBf16GemmBackend(backend);
   const int64_t a_cols = s.ta == Trans::kNo ? s.k : s.m, b_cols = s.tb == Trans::kNo ? s.n : s.k;
   std::vector<bf16> a(static_cast<size_t>(s.m * s.k), 0x3f00), b(static_cast<size_t>(s.k * s.n), 0x3e80);
   std::vector<float> c(static_cast<size_t>(s.m * s.n));
@@ -69,12 +70,13 @@ int main(int argc, char** argv) {
           ->UseRealTime();
     }
   }
-  for (const Shape& shape : kShapes) {
-    benchmark::RegisterBenchmark(("bf16-" + megascale::trainer::bf16GemmBackend() + "/" + shape.name).c_str(),
-                                 runGemmBf16, shape)
-        ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.2)
-        ->UseRealTime();
+  for (const std::string& backend : megascale::trainer::availableBf16GemmBackends()) {
+    for (const Shape& shape : kShapes) {
+      benchmark::RegisterBenchmark(("bf16-" + backend + "/" + shape.name).c_str(), runGemmBf16, backend, shape)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.2)
+          ->UseRealTime();
+    }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

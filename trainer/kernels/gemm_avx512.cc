@@ -10,24 +10,13 @@
 #include <memory>
 
 #include "trainer/kernels/gemm_backends.h"
+#include "trainer/kernels/gemm_blocked.h"
 
 namespace megascale::trainer {
 
 namespace {
 
 constexpr int64_t kMr = 12, kNr = 32;
-constexpr int64_t kKc = 256;              // a 12 x 256 A sliver and a 256 x 32 B sliver stay in L1/L2
-constexpr int64_t kMc = 96;               // A block 96 x 256 x 4 B = 96 KiB per thread (L2)
-constexpr int64_t kNc = 2048;             // B panel 256 x 2048 x 4 B = 2 MiB, shared (L2/L3)
-constexpr int64_t kColumnsPerTask = 256;  // a task = one A block x 8 B slivers
-
-struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<float[], AlignedFree>;
-Buffer alignedFloats(int64_t count) {
-  return Buffer(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(count) * sizeof(float))));
-}
 
 float elementA(const GemmCall<float>& c, int64_t i, int64_t p) {
   return c.trans_a == Trans::kNo ? c.a[i * c.lda + p] : c.a[p * c.lda + i];
@@ -103,22 +92,32 @@ __attribute__((target("avx512f"))) void microKernel(int64_t kc, const float* a, 
   }
 }
 
-// One tile at the matrix edge: compute into a full scratch tile, then copy the valid part.
-void edgeTile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
-              bool accumulate) {
-  alignas(64) float tile[kMr * kNr];
-  microKernel(kc, a, b, tile, kNr, false);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + tile[r * kNr + j];
-  }
-}
-
 void scaleC(const GemmCall<float>& c) {
 #pragma omp parallel for
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) c.c[i * c.ldc + j] *= c.beta;
   }
 }
+
+struct FloatKernel {
+  using Call = GemmCall<float>;
+  using Packed = float;
+  static constexpr int64_t kMr = 12, kNr = 32;
+  static constexpr int64_t kKc = 256;              // a 12 x 256 A sliver and a 256 x 32 B sliver stay in L1/L2
+  static constexpr int64_t kMc = 96;               // A block 96 x 256 x 4 B = 96 KiB per thread (L2)
+  static constexpr int64_t kNc = 2048;             // B panel 256 x 2048 x 4 B = 2 MiB, shared (L2/L3)
+  static constexpr int64_t kColumnsPerTask = 256;  // a task = one A block x 8 B slivers
+  static int64_t packedSize(int64_t kc, int64_t width) { return kc * width; }
+  static void packA(const Call& c, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float* out) {
+    packBlockA(c, ic, mc, pc, kc, out);
+  }
+  static void packB(const Call& c, int64_t pc, int64_t kc, int64_t col0, int64_t cols, float* out) {
+    packSliverB(c, pc, kc, col0, cols, out);
+  }
+  static void micro(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) {
+    microKernel(kc, a, b, c, ldc, accumulate);
+  }
+};
 
 }  // namespace
 
@@ -133,55 +132,11 @@ void gemmAvx512(const GemmCall<float>& c) {
       scaleC(c);
     }
     if (c.k == 0) return;
+    GemmCall<float> accumulate = c;
+    accumulate.beta = 1.0f;
+    return blockedGemm<FloatKernel>(accumulate);
   }
-  const bool keep_c = c.beta != 0.0f;
-  const int64_t nc_max = std::min(kNc, (c.n + kNr - 1) / kNr * kNr);
-  Buffer packed_b = alignedFloats(kKc * nc_max);
-  const int threads = omp_get_max_threads();
-  Buffer packed_a = alignedFloats(kMc * kKc * threads);
-#pragma omp parallel
-  {
-    float* my_a = packed_a.get() + omp_get_thread_num() * kMc * kKc;
-    for (int64_t jc = 0; jc < c.n; jc += kNc) {
-      const int64_t nc = std::min(kNc, c.n - jc);
-      const int64_t slivers = (nc + kNr - 1) / kNr;
-      for (int64_t pc = 0; pc < c.k; pc += kKc) {
-        const int64_t kc = std::min(kKc, c.k - pc);
-        const bool accumulate = keep_c || pc > 0;
-#pragma omp for schedule(static)
-        for (int64_t s = 0; s < slivers; ++s) {
-          packSliverB(c, pc, kc, jc + s * kNr, std::min(kNr, nc - s * kNr), packed_b.get() + s * kc * kNr);
-        }
-        const int64_t row_blocks = (c.m + kMc - 1) / kMc;
-        const int64_t column_tasks = (nc + kColumnsPerTask - 1) / kColumnsPerTask;
-        int64_t last_packed = -1;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t task = 0; task < row_blocks * column_tasks; ++task) {
-          const int64_t ib = task / column_tasks, jt = task % column_tasks;
-          const int64_t ic = ib * kMc, mc = std::min(kMc, c.m - ic);
-          if (ib != last_packed) {
-            packBlockA(c, ic, mc, pc, kc, my_a);
-            last_packed = ib;
-          }
-          const int64_t j_end = std::min(nc, (jt + 1) * kColumnsPerTask);
-          for (int64_t jr = jt * kColumnsPerTask; jr < j_end; jr += kNr) {
-            const float* b_sliver = packed_b.get() + (jr / kNr) * kc * kNr;
-            const int64_t cols = std::min(kNr, nc - jr);
-            for (int64_t ir = 0; ir < mc; ir += kMr) {
-              const float* a_sliver = my_a + (ir / kMr) * kMr * kc;
-              float* c_tile = c.c + (ic + ir) * c.ldc + jc + jr;
-              const int64_t rows = std::min(kMr, mc - ir);
-              if (rows == kMr && cols == kNr) {
-                microKernel(kc, a_sliver, b_sliver, c_tile, c.ldc, accumulate);
-              } else {
-                edgeTile(kc, a_sliver, b_sliver, c_tile, c.ldc, rows, cols, accumulate);
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  blockedGemm<FloatKernel>(c);
 }
 
 }  // namespace megascale::trainer

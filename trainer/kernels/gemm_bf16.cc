@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <vector>
 
 #include "trainer/kernels/gemm_bf16_backends.h"
@@ -10,9 +11,12 @@ namespace megascale::trainer {
 
 namespace {
 
-bool amx_allowed = true;
+std::string selected;  // empty: the best available
 
-bool useAmx() { return amx_allowed && amxUsable(); }
+const std::string& chosen() {
+  static const std::vector<std::string> available = availableBf16GemmBackends();
+  return selected.empty() ? available.front() : selected;
+}
 
 // Widen op(A) and op(B) to float and run the float GEMM: the portable path.
 void gemmWidened(const GemmBf16Call& c) {
@@ -34,16 +38,33 @@ void gemmWidened(const GemmBf16Call& c) {
 
 bool cpuHasBf16Compute() { return amxUsable() || avx512Bf16Present(); }
 
-void allowAmx(bool allowed) { amx_allowed = allowed; }
-
-const std::string& bf16GemmBackend() {
-  static const std::string amx = "amx", widened = "widened-float";
-  return useAmx() ? amx : widened;
+std::vector<std::string> availableBf16GemmBackends() {
+  std::vector<std::string> names;
+  if (amxUsable()) names.push_back("amx");
+  if (avx512Bf16Present()) names.push_back("avx512-bf16");
+  names.push_back("widened-float");
+  return names;
 }
+
+void selectBf16GemmBackend(const std::string& name) {
+  if (name == "auto") {
+    selected.clear();
+    return;
+  }
+  const auto names = availableBf16GemmBackends();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw std::invalid_argument("bf16 GEMM backend '" + name + "' is not available on this CPU");
+  }
+  selected = name;
+}
+
+const std::string& bf16GemmBackend() { return chosen(); }
 
 void gemmBf16(const GemmBf16Call& c) {
   if (c.m == 0 || c.n == 0) return;
-  if (!useAmx()) return gemmWidened(c);
+  const std::string& backend = chosen();
+  if (backend == "widened-float") return gemmWidened(c);
+  auto run = [&](const GemmBf16Call& call) { backend == "amx" ? gemmAmx(call) : gemmAvx512Bf16(call); };
   if (c.k == 0 || (c.beta != 0.0f && c.beta != 1.0f)) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < c.m; ++i) {
@@ -52,9 +73,24 @@ void gemmBf16(const GemmBf16Call& c) {
     if (c.k == 0) return;
     GemmBf16Call accumulate = c;
     accumulate.beta = 1.0f;
-    return gemmAmx(accumulate);
+    return run(accumulate);
   }
-  gemmAmx(c);
+  run(c);
+}
+
+GemmChoice selectFastestBf16GemmBackend(int64_t m, int64_t n, int64_t k, double seconds_each) {
+  GemmChoice choice;
+  for (const std::string& name : availableBf16GemmBackends()) {
+    selectBf16GemmBackend(name);
+    const double rate = measureBf16GemmGflops(m, n, k, seconds_each);
+    choice.measured.emplace_back(name, rate);
+    if (rate > choice.gflops) {
+      choice.gflops = rate;
+      choice.backend = name;
+    }
+  }
+  selectBf16GemmBackend(choice.backend);
+  return choice;
 }
 
 double measureBf16GemmGflops(int64_t m, int64_t n, int64_t k, double seconds) {

@@ -8,7 +8,8 @@ namespace megascale::trainer {
 /// AMX-TILE + AMX-BF16 present and the kernel granted this process the tile state.
 bool amxUsable();
 bool avx512Bf16Present();
-/// Requires amxUsable(), k > 0 and beta 0 or 1.
+/// Both require their CPU feature, k > 0 and beta 0 or 1.
 void gemmAmx(const GemmBf16Call& call);
+void gemmAvx512Bf16(const GemmBf16Call& call);
 
 }  // namespace megascale::trainer

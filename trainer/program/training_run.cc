@@ -112,10 +112,13 @@ int runTraining(const TrainOptions& options) {
                                 std::to_string(data.vocab) + ")");
   }
   double peak_gflops = chooseGemm(o, log);
-  if (bf16_run) {  // MFU against what bf16 GEMMs reach here
+  if (bf16_run) {  // the fastest bf16 backend, and MFU against what it reaches here
     const int64_t m = o.batch_size * o.model.seq_len, n = 4 * o.model.d_model, k = o.model.d_model;
-    peak_gflops = std::max(measureBf16GemmGflops(2048, 2048, 2048, 0.3), measureBf16GemmGflops(m, n, k, 0.3));
-    log << "bf16 GEMM: " << bf16GemmBackend() << "; peak " << std::lround(peak_gflops) << " GFLOP/s\n";
+    GemmChoice choice = selectFastestBf16GemmBackend(m, n, k, 0.2);
+    peak_gflops = std::max(measureBf16GemmGflops(2048, 2048, 2048, 0.3), choice.gflops);
+    log << "bf16 GEMM: " << choice.backend << " (measured on " << m << "x" << n << "x" << k << ":";
+    for (const auto& [name, rate] : choice.measured) log << " " << name << " " << std::lround(rate);
+    log << " GFLOP/s); peak " << std::lround(peak_gflops) << " GFLOP/s\n";
   }
 
   Gpt<float> model(o.model);

@@ -30,10 +30,11 @@ struct Case {
 
 // The bf16 GEMM against a double-precision product of the same bf16 inputs, on AMX (where present) and on the
 // widened-float path, with edge blocks, both transposes, several K panels, beta 0 / 1 / 0.5 and padded rows.
-class GemmBf16Test : public ::testing::TestWithParam<bool> {};
+class GemmBf16Test : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GemmBf16Test, MatchesADoubleProductOfTheSameInputs) {
-  allowAmx(GetParam());
+  selectBf16GemmBackend(GetParam());
+  ASSERT_EQ(bf16GemmBackend(), GetParam());
   const Case cases[] = {{Trans::kNo, Trans::kNo, 64, 64, 64, 0.0f},     {Trans::kNo, Trans::kNo, 37, 45, 29, 1.0f},
                         {Trans::kYes, Trans::kNo, 70, 33, 1100, 0.5f},  {Trans::kNo, Trans::kYes, 100, 530, 300, 0.0f},
                         {Trans::kYes, Trans::kYes, 31, 17, 65, 1.0f},   {Trans::kNo, Trans::kNo, 1, 1, 1, 0.0f}};
@@ -72,11 +73,20 @@ TEST_P(GemmBf16Test, MatchesADoubleProductOfTheSameInputs) {
       }
     }
   }
-  allowAmx(true);
+  selectBf16GemmBackend("auto");
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, GemmBf16Test, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "amx_if_present" : "widened_float"; });
+INSTANTIATE_TEST_SUITE_P(Available, GemmBf16Test, ::testing::ValuesIn(availableBf16GemmBackends()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return name;
+                         });
+
+TEST(GemmBf16Selection, UnavailableBackendIsRefused) {
+  EXPECT_THROW(selectBf16GemmBackend("tpu"), std::invalid_argument);
+  EXPECT_EQ(availableBf16GemmBackends().back(), "widened-float");
+}
 
 }  // namespace
 }  // namespace megascale::trainer

@@ -113,8 +113,8 @@ TEST(GptBf16, TracksTheFloatModel) {
   c.seq_len = 32;
   c.vocab = 50;
   auto in = tokens(4 * 32, 50, 9), target = tokens(4 * 32, 50, 10);
-  for (bool amx : {true, false}) {
-    allowAmx(amx);
+  for (const std::string& backend : availableBf16GemmBackends()) {
+    selectBf16GemmBackend(backend);
     Gpt<float> full(c), half(c);
     full.initialize(4);
     half.initialize(4);
@@ -123,7 +123,7 @@ TEST(GptBf16, TracksTheFloatModel) {
     half.zeroGradients();
     const float loss_full = full.forward(in.data(), target.data(), 4);
     const float loss_half = half.forward(in.data(), target.data(), 4);
-    EXPECT_NEAR(loss_half, loss_full, 2e-3 * loss_full) << "amx=" << amx;
+    EXPECT_NEAR(loss_half, loss_full, 2e-3 * loss_full) << backend;
     full.backward();
     half.backward();
     double dot = 0, norm_full = 0, norm_half = 0;
@@ -132,9 +132,9 @@ TEST(GptBf16, TracksTheFloatModel) {
       norm_full += double(full.gradients()[i]) * full.gradients()[i];
       norm_half += double(half.gradients()[i]) * half.gradients()[i];
     }
-    EXPECT_GT(dot / std::sqrt(norm_full * norm_half), 0.999) << "amx=" << amx;
+    EXPECT_GT(dot / std::sqrt(norm_full * norm_half), 0.999) << backend;
   }
-  allowAmx(true);
+  selectBf16GemmBackend("auto");
 }
 
 TEST(GptBf16, DoubleModelsRefuseIt) {
