@@ -13,6 +13,7 @@
 
 #include "trainer/io/atomic_file.h"
 #include "trainer/io/checksum.h"
+#include "trainer/io/file_header.h"
 
 namespace megascale::trainer {
 
@@ -20,7 +21,7 @@ namespace {
 
 constexpr char kMagic[8] = {'M', 'S', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 64;
+constexpr size_t kHeaderBytes = file_header::kBytes;
 
 template <typename U>
 void append(std::string& out, const U& value) {
@@ -63,15 +64,10 @@ void saveCheckpoint(const std::string& path, const TrainingState& state, const G
   appendVector(payload, "adam_m", optimizer.firstMoment());
   appendVector(payload, "adam_v", optimizer.secondMoment());
 
-  std::string header(kHeaderBytes, '\0');
-  std::memcpy(header.data(), kMagic, sizeof(kMagic));
-  const uint64_t payload_bytes = payload.size();
-  const uint32_t payload_crc = crc32c(0, payload.data(), payload.size());
-  std::memcpy(header.data() + 8, &kVersion, 4);
-  std::memcpy(header.data() + 16, &payload_bytes, 8);
-  std::memcpy(header.data() + 24, &payload_crc, 4);
-  const uint32_t header_crc = crc32c(0, header.data(), 60);
-  std::memcpy(header.data() + 60, &header_crc, 4);
+  std::string header = file_header::start(kMagic, kVersion);
+  file_header::put(header, 16, static_cast<uint64_t>(payload.size()));
+  file_header::put(header, 24, crc32c(0, payload.data(), payload.size()));
+  file_header::seal(header);
   writeFileAtomically(path, header + payload);
 }
 
@@ -80,16 +76,11 @@ TrainingState loadCheckpoint(const std::string& path, Gpt<float>& model, Optimiz
   if (!in) throw std::runtime_error("cannot open checkpoint " + path);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto bad = [&](const std::string& what) { return std::runtime_error("checkpoint " + path + ": " + what); };
-  if (bytes.size() < kHeaderBytes) throw bad("truncated (" + std::to_string(bytes.size()) + " bytes, no header)");
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) throw bad("not a megascale checkpoint");
-  uint32_t version, payload_crc, header_crc;
-  uint64_t payload_bytes;
-  std::memcpy(&version, bytes.data() + 8, 4);
-  std::memcpy(&payload_bytes, bytes.data() + 16, 8);
-  std::memcpy(&payload_crc, bytes.data() + 24, 4);
-  std::memcpy(&header_crc, bytes.data() + 60, 4);
-  if (header_crc != crc32c(0, bytes.data(), 60)) throw bad("header checksum mismatch (corrupted)");
-  if (version != kVersion) throw bad("version " + std::to_string(version) + " (this build reads 1)");
+  if (auto problem = file_header::problem(bytes, kMagic, kVersion, "megascale checkpoint"); !problem.empty()) {
+    throw bad(problem);
+  }
+  const auto payload_bytes = file_header::get<uint64_t>(bytes, 16);
+  const auto payload_crc = file_header::get<uint32_t>(bytes, 24);
   if (bytes.size() - kHeaderBytes != payload_bytes) {
     throw bad("truncated or padded: header says " + std::to_string(payload_bytes) + " payload bytes, file has " +
               std::to_string(bytes.size() - kHeaderBytes));

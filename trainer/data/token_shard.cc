@@ -7,6 +7,7 @@
 
 #include "trainer/io/atomic_file.h"
 #include "trainer/io/checksum.h"
+#include "trainer/io/file_header.h"
 
 namespace megascale::trainer {
 
@@ -14,18 +15,9 @@ namespace {
 
 constexpr char kMagic[8] = {'M', 'S', 'T', 'O', 'K', 'E', 'N', 'S'};
 constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 64;
-
-template <typename U>
-void put(std::string& buffer, size_t at, U value) {
-  std::memcpy(buffer.data() + at, &value, sizeof(U));
-}
-template <typename U>
-U get(const std::string& buffer, size_t at) {
-  U value;
-  std::memcpy(&value, buffer.data() + at, sizeof(U));
-  return value;
-}
+constexpr size_t kHeaderBytes = file_header::kBytes;
+using file_header::get;
+using file_header::put;
 
 }  // namespace
 
@@ -43,14 +35,12 @@ void writeTokenShard(const std::string& path, const std::vector<int32_t>& tokens
       put(payload, i * 4, static_cast<uint32_t>(tokens[i]));
     }
   }
-  std::string header(kHeaderBytes, '\0');
-  std::memcpy(header.data(), kMagic, sizeof(kMagic));
-  put(header, 8, kVersion);
+  std::string header = file_header::start(kMagic, kVersion);
   put(header, 12, width);
   put(header, 16, static_cast<uint32_t>(vocab));
   put(header, 20, crc32c(0, payload.data(), payload.size()));
   put(header, 24, static_cast<uint64_t>(tokens.size()));
-  put(header, 60, crc32c(0, header.data(), 60));
+  file_header::seal(header);
   writeFileAtomically(path, header + payload);
 }
 
@@ -59,10 +49,7 @@ TokenShard readTokenShard(const std::string& path) {
   if (!in) throw std::runtime_error("cannot open token shard " + path);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto bad = [&](const std::string& what) { return std::runtime_error("token shard " + path + ": " + what); };
-  if (bytes.size() < kHeaderBytes) throw bad("shorter than its 64-byte header (" + std::to_string(bytes.size()) + " bytes)");
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) throw bad("not a token shard (magic is not MSTOKENS)");
-  if (get<uint32_t>(bytes, 60) != crc32c(0, bytes.data(), 60)) throw bad("header checksum mismatch (corrupted)");
-  if (get<uint32_t>(bytes, 8) != kVersion) throw bad("version " + std::to_string(get<uint32_t>(bytes, 8)) + " (this build reads 1)");
+  if (auto problem = file_header::problem(bytes, kMagic, kVersion, "token shard"); !problem.empty()) throw bad(problem);
   const uint32_t width = get<uint32_t>(bytes, 12);
   const uint32_t vocab = get<uint32_t>(bytes, 16);
   const uint64_t count = get<uint64_t>(bytes, 24);

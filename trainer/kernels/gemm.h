@@ -11,8 +11,9 @@ namespace megascale::trainer {
 enum class Trans : char { kNo = 'N', kYes = 'T' };
 
 /// One row-major multiply: C[m,n] = op(A)[m,k] * op(B)[k,n] + beta * C. op(A) is A (lda >= k) or A^T
-/// stored as [k,m] (lda >= m); likewise B. beta = 0 overwrites C without reading it.
-template <typename T>
+/// stored as [k,m] (lda >= m); likewise B. beta = 0 overwrites C without reading it. A and B hold T, C holds
+/// Out (bf16 operands accumulate into float: GemmCall<bf16, float>).
+template <typename T, typename Out = T>
 struct GemmCall {
   Trans trans_a = Trans::kNo, trans_b = Trans::kNo;
   int64_t m = 0, n = 0, k = 0;
@@ -20,8 +21,8 @@ struct GemmCall {
   int64_t lda = 0;
   const T* b = nullptr;
   int64_t ldb = 0;
-  T beta = 0;
-  T* c = nullptr;
+  Out beta = 0;
+  Out* c = nullptr;
   int64_t ldc = 0;
 };
 

@@ -80,16 +80,7 @@ __attribute__((target("avx512f"))) void microKernel(int64_t kc, const float* a, 
     a += kMr;
     b += kNr;
   }
-#pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
-    float* row = c + r * ldc;
-    if (accumulate) {
-      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
-      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
-    }
-    _mm512_storeu_ps(row, acc[r][0]);
-    _mm512_storeu_ps(row + 16, acc[r][1]);
-  }
+  storeTile<kMr>(acc, c, ldc, accumulate);
 }
 
 void scaleC(const GemmCall<float>& c) {

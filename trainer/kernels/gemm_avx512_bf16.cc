@@ -80,16 +80,7 @@ struct Bf16Kernel {
       a += 2 * kMr;
       b += 2 * kNr;
     }
-#pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
-      float* row = c + r * ldc;
-      if (accumulate) {
-        acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
-        acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
-      }
-      _mm512_storeu_ps(row, acc[r][0]);
-      _mm512_storeu_ps(row + 16, acc[r][1]);
-    }
+    storeTile<kMr>(acc, c, ldc, accumulate);
   }
 };
 

@@ -12,17 +12,7 @@
 
 namespace megascale::trainer {
 
-struct GemmBf16Call {
-  Trans trans_a = Trans::kNo, trans_b = Trans::kNo;
-  int64_t m = 0, n = 0, k = 0;
-  const bf16* a = nullptr;
-  int64_t lda = 0;
-  const bf16* b = nullptr;
-  int64_t ldb = 0;
-  float beta = 0;
-  float* c = nullptr;
-  int64_t ldc = 0;
-};
+using GemmBf16Call = GemmCall<bf16, float>;
 
 void gemmBf16(const GemmBf16Call& call);
 

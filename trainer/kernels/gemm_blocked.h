@@ -4,6 +4,7 @@
 // sizes, the two packing functions and the micro-kernel (see gemm_avx512.cc and gemm_avx512_bf16.cc).
 #pragma once
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -11,6 +12,23 @@
 #include <memory>
 
 namespace megascale::trainer {
+
+/// The end of both AVX-512 micro-kernels: rows x 32 fp32 accumulators (two zmm a row) into C, added to what C
+/// holds when accumulating.
+template <int kRows>
+__attribute__((target("avx512f"))) inline void storeTile(__m512 (&acc)[kRows][2], float* c, int64_t ldc,
+                                                          bool accumulate) {
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+    float* row = c + r * ldc;
+    if (accumulate) {
+      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
+      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
+    }
+    _mm512_storeu_ps(row, acc[r][0]);
+    _mm512_storeu_ps(row + 16, acc[r][1]);
+  }
+}
 
 template <typename T>
 struct AlignedBuffer {

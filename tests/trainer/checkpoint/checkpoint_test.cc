@@ -5,18 +5,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "trainer/model_configs.h"
+
 namespace megascale::trainer {
 namespace {
 
-ModelConfig tiny() {
-  ModelConfig c;
-  c.layers = 1;
-  c.d_model = 8;
-  c.heads = 2;
-  c.seq_len = 4;
-  c.vocab = 16;
-  return c;
-}
+ModelConfig tiny() { return testing::modelConfig(1, 8, 2, 4, 16); }
 
 std::string fresh(const char* name) {
   const std::string dir = ::testing::TempDir() + "/" + name;

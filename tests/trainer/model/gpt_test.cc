@@ -6,22 +6,13 @@
 #include <vector>
 
 #include "trainer/gradient_check.h"
+#include "trainer/model_configs.h"
 #include "trainer/kernels/gemm_bf16.h"
 
 namespace megascale::trainer {
 namespace {
 
-ModelConfig tiny(BlockKind block, int64_t window) {
-  ModelConfig c;
-  c.layers = 2;
-  c.d_model = 8;
-  c.heads = 2;
-  c.seq_len = 6;
-  c.vocab = 13;
-  c.window = window;
-  c.block = block;
-  return c;
-}
+ModelConfig tiny(BlockKind block, int64_t window) { return testing::modelConfig(2, 8, 2, 6, 13, block, window); }
 
 std::vector<int32_t> tokens(int64_t n, int32_t vocab, int seed) {
   std::vector<int32_t> out(static_cast<size_t>(n));
@@ -107,11 +98,7 @@ namespace {
 // bf16 GEMMs with fp32 master weights track the fp32 model: same loss to bf16 rounding, gradients pointing
 // the same way, on AMX where present and on the widened-float path.
 TEST(GptBf16, TracksTheFloatModel) {
-  ModelConfig c = tiny(BlockKind::kSerial, 4);
-  c.d_model = 64;
-  c.heads = 4;
-  c.seq_len = 32;
-  c.vocab = 50;
+  const ModelConfig c = testing::modelConfig(2, 64, 4, 32, 50, BlockKind::kSerial, 4);
   auto in = tokens(4 * 32, 50, 9), target = tokens(4 * 32, 50, 10);
   for (const std::string& backend : availableBf16GemmBackends()) {
     selectBf16GemmBackend(backend);

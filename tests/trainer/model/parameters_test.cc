@@ -2,19 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "trainer/model_configs.h"
+
 namespace megascale::trainer {
 namespace {
 
-ModelConfig small(BlockKind block) {
-  ModelConfig c;
-  c.layers = 2;
-  c.d_model = 8;
-  c.heads = 2;
-  c.seq_len = 5;
-  c.vocab = 11;
-  c.block = block;
-  return c;
-}
+ModelConfig small(BlockKind block) { return testing::modelConfig(2, 8, 2, 5, 11, block); }
 
 TEST(ParameterTable, WholeModelCountsEveryTensorOnce) {
   auto table = buildParameterTable(small(BlockKind::kSerial), {});
