@@ -12,6 +12,12 @@ cmake --build build -j "$(nproc)"
 out=build/main-job
 rm -rf "$out"
 mkdir -p "$out"
-build/trainer/megascale-train --config trainer/configs/main_job.conf --checkpoint-dir "$out/checkpoints" \
+data=/usr/share/doc/jargon-text/jargon.txt.gz
+if [ ! -r "$data" ]; then  # minimal images may drop /usr/share/doc from packages: take the text from the .deb
+  mkdir -p build/data
+  (cd build/data && rm -f jargon-text_*.deb && apt-get download -q jargon-text >/dev/null && dpkg -x jargon-text_*.deb deb)
+  data=build/data/deb/usr/share/doc/jargon-text/jargon.txt.gz
+fi
+build/trainer/megascale-train --config trainer/configs/main_job.conf --data "$data" --checkpoint-dir "$out/checkpoints" \
   --csv "$out/steps.csv" --summary-json "$out/summary.json" --plot "$out/loss.png" "$@"
 echo "outputs: $out/steps.csv, $out/summary.json, $out/loss.png, $out/checkpoints/"
