@@ -23,6 +23,8 @@ const std::vector<Knob>& knobs() {
        "transport", "messages at least this large are striped over all sockets of a connection"},
       {"MEGASCALE_TCP_IFADDR", Type::kString, "", "", "transport",
        "IPv4 address to listen on (default: the store's interface, else 127.0.0.1)"},
+      {"MEGASCALE_NET_IF", Type::kString, "", "", "transport",
+       "NCCL net plugin interfaces, NCCL_SOCKET_IFNAME syntax (prefixes, =exact, ^ excludes); default: all but lo, docker*, virbr*"},
       {"MEGASCALE_SHM_RING_BYTES", Type::kInt, "4194304", "bytes", "transport", "shared-memory ring size"},
       {"MEGASCALE_ALGO", Type::kString, "auto", "", "collectives",
        "all-reduce algorithm: auto, ring, rhd (recursive halving-doubling) or direct"},

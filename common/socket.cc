@@ -84,6 +84,12 @@ void setNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+void setTrafficClass(int fd, int traffic_class) {
+  if (traffic_class < 0) return;
+  int tos = traffic_class & 0xff;
+  setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+}
+
 Fd listenTcp(const std::string& host, int port, int backlog, sockaddr_in* bound) {
   sockaddr_in addr = makeAddress(host, port);
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));

@@ -51,6 +51,8 @@ std::string formatAddress(const sockaddr_in& addr);
 
 void setNonBlocking(int fd);
 void setNoDelay(int fd);
+/// IP_TOS for traffic-class-aware switches (DSCP in the top six bits); negative values leave the default.
+void setTrafficClass(int fd, int traffic_class);
 
 /// A listening TCP socket on host:port (port 0 picks one). Throws Error naming the address.
 Fd listenTcp(const std::string& host, int port, int backlog, sockaddr_in* bound);

@@ -109,6 +109,7 @@ struct TransportOptions {
   size_t stripe_min_bytes = 256 * 1024;  // tcp
   size_t shm_ring_bytes = 4 << 20;       // shm
   int handshake_timeout_ms = 30000;
+  int traffic_class = -1;        // tcp: IP_TOS (DSCP << 2) on every socket; -1 leaves the system default
 };
 
 /// "tcp" or "shm". Throws Error(kInvalidArgument) for other names, kUnavailable if not built.

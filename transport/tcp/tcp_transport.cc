@@ -64,6 +64,7 @@ class TcpListener : public Listener {
       int fd = ::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;  // EAGAIN, or a transient error the next call retries
       setNoDelay(fd);
+      setTrafficClass(fd, options_.traffic_class);
       pending_.push_back(std::make_unique<Pending>(Pending{Fd(fd), from,
                                                            AuthSession(AuthSession::Role::kServer, options_.secret),
                                                            deadlineAfter(std::chrono::milliseconds(options_.handshake_timeout_ms))}));
@@ -165,6 +166,7 @@ class TcpConnector : public Connector {
       s.fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
       if (!s.fd.valid()) return Status(ErrorCode::kSystem, "socket() failed: " + errnoText(errno));
       setNoDelay(s.fd.get());
+      setTrafficClass(s.fd.get(), options_.traffic_class);
       if (::connect(s.fd.get(), reinterpret_cast<const sockaddr*>(&addr_), sizeof(addr_)) == 0) {
         s.connected = true;
       } else if (errno != EINPROGRESS) {

@@ -1,0 +1,366 @@
+#include "nccl_plugin/plugin.h"
+
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/hmac.h"
+#include "common/status.h"
+#include "topology/net_interfaces.h"
+#include "transport/transport.h"
+
+namespace megascale::nccl_plugin {
+
+namespace {
+
+using nccl_abi::kLogInfo;
+using nccl_abi::kLogWarn;
+
+// The handle NCCL carries from listen() to the peer's connect(): the listener's address, the secret its
+// connections must prove, and (on the connecting side, between connect() calls) the pending connection.
+struct Handle {
+  uint32_t magic;
+  uint32_t version;
+  char secret[33];  // 32 hex digits
+  uint8_t address_size;
+  uint8_t address[64];
+  struct PendingConnect* pending;
+};
+static_assert(sizeof(Handle) <= nccl_abi::kHandleMaxBytes, "the handle must fit NCCL's 128 bytes");
+constexpr uint32_t kHandleMagic = 0x4d534e31;  // "MSN1"
+
+enum class Kind : uint32_t { kListen = 0x4c495354, kSend = 0x53454e44, kRecv = 0x52454356, kRequest = 0x52455153 };
+
+struct ListenComm {
+  Kind kind = Kind::kListen;
+  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<transport::Listener> listener;
+};
+struct SendComm {
+  Kind kind = Kind::kSend;
+  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<transport::SendComm> comm;
+};
+struct RecvComm {
+  Kind kind = Kind::kRecv;
+  std::unique_ptr<transport::RecvComm> comm;
+};
+struct PendingConnect {
+  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<transport::Connector> connector;
+};
+struct Request {
+  Kind kind = Kind::kRequest;
+  SendComm* send = nullptr;  // exactly one of send / recv
+  RecvComm* recv = nullptr;
+  transport::Request* request = nullptr;
+  int n = 1;
+};
+
+struct State {
+  std::mutex mutex;
+  bool initialized = false;
+  nccl_abi::Logger logger = nullptr;
+  std::vector<topology::NetInterface> interfaces;
+  std::vector<std::string> names, pci_paths;  // storage for the char* in properties
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+void log(nccl_abi::LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void log(nccl_abi::LogLevel level, const char* fmt, ...) {
+  char message[1024];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(message, sizeof(message), fmt, args);
+  va_end(args);
+  nccl_abi::Logger logger = state().logger;
+  if (logger != nullptr) {
+    logger(level, nccl_abi::kLogSubsystemNet | nccl_abi::kLogSubsystemInit, __FILE__, __LINE__, "NET/megascale: %s",
+           message);
+  } else if (level == kLogWarn) {
+    std::fprintf(stderr, "NET/megascale: %s\n", message);
+  }
+}
+
+// Network and OS failures are system errors; a message larger than its receive is a usage error (NCCL's own
+// socket transport says the same); anything else means NCCL called us wrongly.
+Result fail(const char* operation, const Status& status) {
+  log(kLogWarn, "%s failed: %s", operation, status.message().c_str());
+  switch (status.code()) {
+    case ErrorCode::kPeerLost:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kSystem:
+    case ErrorCode::kAuthFailed:
+    case ErrorCode::kUnavailable:
+      return nccl_abi::kSystemError;
+    case ErrorCode::kMismatch:
+      return nccl_abi::kInvalidUsage;
+    default:
+      return status.message().find("larger than") != std::string::npos ? nccl_abi::kInvalidUsage
+                                                                       : nccl_abi::kInternalError;
+  }
+}
+
+Result misuse(const char* fmt, const char* what) {
+  log(kLogWarn, fmt, what);
+  return nccl_abi::kInternalError;
+}
+
+transport::TransportOptions optionsFor(const Context* context, int dev, const std::string& secret) {
+  transport::TransportOptions o;
+  o.secret = secret;
+  o.bind_address = state().interfaces[static_cast<size_t>(dev)].ipv4;
+  o.sockets_per_comm = static_cast<int>(config::getInt("MEGASCALE_TCP_SOCKETS"));
+  o.traffic_class = context != nullptr ? context->traffic_class : nccl_abi::kTrafficClassUndefined;
+  return o;
+}
+
+bool validDevice(int dev) {
+  std::lock_guard lock(state().mutex);
+  return state().initialized && dev >= 0 && dev < static_cast<int>(state().interfaces.size());
+}
+
+template <typename T>
+T* as(void* pointer, Kind kind) {
+  T* object = static_cast<T*>(pointer);
+  return object != nullptr && object->kind == kind ? object : nullptr;
+}
+
+}  // namespace
+
+Result init(nccl_abi::Logger logger) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (logger != nullptr) s.logger = logger;
+  if (s.initialized) return nccl_abi::kSuccess;
+  std::string spec = config::getString("MEGASCALE_NET_IF");
+  if (spec.empty() && std::getenv("NCCL_SOCKET_IFNAME") != nullptr) spec = std::getenv("NCCL_SOCKET_IFNAME");
+  s.interfaces = topology::discoverInterfaces(spec);
+  if (s.interfaces.empty()) {
+    log(kLogWarn, "no usable network interface (up, with IPv4%s%s)", spec.empty() ? "" : ", matching ",
+        spec.c_str());
+    return nccl_abi::kSystemError;
+  }
+  for (const auto& nic : s.interfaces) {
+    s.names.push_back(nic.name);
+    s.pci_paths.push_back(nic.pci_path);
+    log(kLogInfo, "device %zu: %s %s, %d Mb/s%s%s", s.names.size() - 1, nic.name.c_str(), nic.ipv4.c_str(),
+        nic.speed_mbps, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str());
+  }
+  s.initialized = true;
+  return nccl_abi::kSuccess;
+}
+
+Result devices(int* count) {
+  if (count == nullptr) return misuse("devices: %s", "null count");
+  std::lock_guard lock(state().mutex);
+  if (!state().initialized) return misuse("devices: %s", "called before init");
+  *count = static_cast<int>(state().interfaces.size());
+  return nccl_abi::kSuccess;
+}
+
+Result properties(int dev, DeviceProperties* out) {
+  if (out == nullptr || !validDevice(dev)) return misuse("getProperties: %s", "bad device or null properties");
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const auto i = static_cast<size_t>(dev);
+  out->name = s.names[i].data();
+  out->pci_path = s.pci_paths[i].empty() ? nullptr : s.pci_paths[i].data();
+  out->guid = static_cast<uint64_t>(dev);
+  out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
+  out->max_recvs = transport::kMaxRecvs;
+  out->max_p2p_bytes = size_t{1} << 40;
+  out->max_coll_bytes = size_t{512} << 20;
+  return nccl_abi::kSuccess;
+}
+
+Result listen(const Context* context, int dev, void* handle, void** listen_comm) {
+  if (handle == nullptr || listen_comm == nullptr) return misuse("listen: %s", "null handle or comm");
+  if (!validDevice(dev)) return misuse("listen: %s", "no such device (or init not called)");
+  try {
+    uint8_t random[16];
+    randomBytes(random, sizeof(random));
+    const std::string secret = toHex(random, sizeof(random));
+    auto comm = std::make_unique<ListenComm>();
+    comm->transport = transport::createTransport("tcp", optionsFor(context, dev, secret));
+    comm->listener = comm->transport->listen();
+    const transport::Address& address = comm->listener->address();
+    Handle h{};
+    if (address.size > sizeof(h.address)) return misuse("listen: %s", "transport address longer than the handle");
+    h.magic = kHandleMagic;
+    h.version = 1;
+    std::memcpy(h.secret, secret.c_str(), 33);
+    h.address_size = static_cast<uint8_t>(address.size);
+    std::memcpy(h.address, address.bytes, address.size);
+    std::memcpy(handle, &h, sizeof(h));
+    *listen_comm = comm.release();
+    return nccl_abi::kSuccess;
+  } catch (const Error& e) {
+    return fail("listen", Status(e.code(), e.what()));
+  }
+}
+
+Result connect(const Context* context, int dev, void* handle, void** send_comm) {
+  if (handle == nullptr || send_comm == nullptr) return misuse("connect: %s", "null handle or comm");
+  if (!validDevice(dev)) return misuse("connect: %s", "no such device (or init not called)");
+  *send_comm = nullptr;
+  Handle h;
+  std::memcpy(&h, handle, sizeof(h));
+  if (h.magic != kHandleMagic || h.address_size > sizeof(h.address) || h.secret[32] != '\0') {
+    return misuse("connect: %s", "the handle is not one our listen() made");
+  }
+  try {
+    if (h.pending == nullptr) {
+      auto pending = std::make_unique<PendingConnect>();
+      pending->transport = transport::createTransport("tcp", optionsFor(context, dev, h.secret));
+      transport::Address address;
+      address.size = h.address_size;
+      std::memcpy(address.bytes, h.address, h.address_size);
+      pending->connector = pending->transport->connect(address, 0);
+      h.pending = pending.release();
+      std::memcpy(handle, &h, sizeof(h));
+    }
+    std::unique_ptr<transport::SendComm> comm;
+    Status s = h.pending->connector->poll(&comm);
+    if (!s.isOk() || comm != nullptr) {
+      std::unique_ptr<PendingConnect> pending(h.pending);
+      h.pending = nullptr;
+      std::memcpy(handle, &h, sizeof(h));
+      if (!s.isOk()) return fail("connect", s);
+      auto out = std::make_unique<SendComm>();
+      out->transport = std::move(pending->transport);
+      out->comm = std::move(comm);
+      *send_comm = out.release();
+    }
+    return nccl_abi::kSuccess;
+  } catch (const Error& e) {
+    return fail("connect", Status(e.code(), e.what()));
+  }
+}
+
+Result accept(void* listen_comm, void** recv_comm) {
+  ListenComm* l = as<ListenComm>(listen_comm, Kind::kListen);
+  if (l == nullptr || recv_comm == nullptr) return misuse("accept: %s", "not a listen comm");
+  *recv_comm = nullptr;
+  std::unique_ptr<transport::RecvComm> comm;
+  Status s = l->listener->accept(&comm);
+  if (!s.isOk()) return fail("accept", s);
+  if (comm != nullptr) {
+    auto out = std::make_unique<RecvComm>();
+    out->comm = std::move(comm);
+    *recv_comm = out.release();
+  }
+  return nccl_abi::kSuccess;
+}
+
+Result registerMemory(void* comm, void* data, size_t size, int type, void** mhandle) {
+  if (comm == nullptr || mhandle == nullptr) return misuse("regMr: %s", "null comm or handle");
+  if (type != nccl_abi::kPtrHost) {
+    log(kLogInfo, "regMr: only host memory is supported (type %d)", type);
+    return nccl_abi::kInternalError;
+  }
+  auto* region = new transport::MemoryRegion{data, size, transport::kHostPointer};
+  *mhandle = region;
+  return nccl_abi::kSuccess;
+}
+
+Result deregisterMemory(void*, void* mhandle) {
+  delete static_cast<transport::MemoryRegion*>(mhandle);
+  return nccl_abi::kSuccess;
+}
+
+Result isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void** request) {
+  SendComm* c = as<SendComm>(send_comm, Kind::kSend);
+  if (c == nullptr || request == nullptr) return misuse("isend: %s", "not a send comm");
+  transport::Request* r = nullptr;
+  Status s = c->comm->isend(data, size, static_cast<uint32_t>(tag), static_cast<transport::MemoryRegion*>(mhandle), &r);
+  if (!s.isOk()) return fail("isend", s);
+  *request = r == nullptr ? nullptr : new Request{Kind::kRequest, c, nullptr, r, 1};
+  return nccl_abi::kSuccess;
+}
+
+Result irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags, void** mhandles,
+             void** request) {
+  RecvComm* c = as<RecvComm>(recv_comm, Kind::kRecv);
+  if (c == nullptr || request == nullptr) return misuse("irecv: %s", "not a recv comm");
+  if (n < 1 || n > transport::kMaxRecvs) return misuse("irecv: %s", "n outside [1, maxRecvs]");
+  uint32_t tag_values[transport::kMaxRecvs];
+  const transport::MemoryRegion* regions[transport::kMaxRecvs];
+  for (int i = 0; i < n; ++i) {
+    tag_values[i] = static_cast<uint32_t>(tags[i]);
+    regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
+  }
+  transport::Request* r = nullptr;
+  Status s = c->comm->irecv(n, data, sizes, tag_values, regions, &r);
+  if (!s.isOk()) return fail("irecv", s);
+  *request = r == nullptr ? nullptr : new Request{Kind::kRequest, nullptr, c, r, n};
+  return nccl_abi::kSuccess;
+}
+
+Result iflush(void*, int, void** request) {
+  if (request != nullptr) *request = nullptr;
+  return nccl_abi::kSuccess;
+}
+
+Result test(void* request, int* done, int* sizes, size_t max_size) {
+  Request* r = as<Request>(request, Kind::kRequest);
+  if (r == nullptr || done == nullptr) return misuse("test: %s", "not an active request");
+  bool finished = false;
+  size_t bytes[transport::kMaxRecvs] = {};
+  Status s = r->send != nullptr ? r->send->comm->test(r->request, &finished, bytes)
+                                : r->recv->comm->test(r->request, &finished, bytes);
+  if (!s.isOk()) {
+    delete r;
+    return fail("test", s);
+  }
+  *done = finished ? 1 : 0;
+  if (!finished) return nccl_abi::kSuccess;
+  for (int i = 0; i < r->n && sizes != nullptr; ++i) {
+    if (bytes[i] > max_size) {
+      delete r;
+      return misuse("test: %s", "a message is larger than this plugin version's int sizes");
+    }
+    sizes[i] = static_cast<int>(bytes[i]);
+  }
+  delete r;
+  return nccl_abi::kSuccess;
+}
+
+Result closeSend(void* send_comm) {
+  delete as<SendComm>(send_comm, Kind::kSend);
+  return nccl_abi::kSuccess;
+}
+
+Result closeRecv(void* recv_comm) {
+  delete as<RecvComm>(recv_comm, Kind::kRecv);
+  return nccl_abi::kSuccess;
+}
+
+Result closeListen(void* listen_comm) {
+  delete as<ListenComm>(listen_comm, Kind::kListen);
+  return nccl_abi::kSuccess;
+}
+
+Result initContext(void** context, uint64_t comm_id, const nccl_abi::CommConfig* config, nccl_abi::Logger logger) {
+  if (context == nullptr) return misuse("init: %s", "null context");
+  Result r = init(logger);
+  if (r != nccl_abi::kSuccess) return r;
+  *context = new Context{comm_id, config != nullptr ? config->traffic_class : nccl_abi::kTrafficClassUndefined};
+  return nccl_abi::kSuccess;
+}
+
+Result finalizeContext(void* context) {
+  delete static_cast<Context*>(context);
+  return nccl_abi::kSuccess;
+}
+
+}  // namespace megascale::nccl_plugin

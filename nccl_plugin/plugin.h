@@ -1,0 +1,64 @@
+// The one implementation behind every exported ncclNetPlugin_vN: devices from topology/, connections and
+// transfers on transport/ (tcp), NCCL's result codes and logger. The per-version tables in net_v*.cc only
+// convert argument types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nccl_plugin/net_abi.h"
+
+namespace megascale::nccl_plugin {
+
+using nccl_abi::Result;
+
+/// What every properties version shares; adapters copy it into their struct.
+struct DeviceProperties {
+  char* name;
+  char* pci_path;
+  uint64_t guid;
+  int speed_mbps;
+  int max_recvs;
+  size_t max_p2p_bytes;
+  size_t max_coll_bytes;
+};
+
+/// v11's per-communicator context (older versions pass none: traffic class undefined).
+struct Context {
+  uint64_t comm_id = 0;
+  int traffic_class = nccl_abi::kTrafficClassUndefined;
+};
+
+/// Discovers devices once per process (MEGASCALE_NET_IF, else NCCL_SOCKET_IFNAME, selects interfaces) and keeps
+/// the logger. Fails with kSystemError and a logged reason when no usable interface exists.
+Result init(nccl_abi::Logger logger);
+Result devices(int* count);
+Result properties(int dev, DeviceProperties* out);
+
+Result listen(const Context* context, int dev, void* handle, void** listen_comm);
+/// Non-blocking: *send_comm stays null until connected; call again with the same handle.
+Result connect(const Context* context, int dev, void* handle, void** send_comm);
+/// Non-blocking: *recv_comm stays null until a peer has connected.
+Result accept(void* listen_comm, void** recv_comm);
+
+Result registerMemory(void* comm, void* data, size_t size, int type, void** mhandle);
+Result deregisterMemory(void* comm, void* mhandle);
+
+/// *request = null when no request slot is free now (NCCL retries).
+Result isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void** request);
+Result irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags, void** mhandles,
+             void** request);
+/// Host memory needs no flush: *request = null.
+Result iflush(void* recv_comm, int n, void** request);
+/// sizes may be null; else gets 1 (send) or n (receive) byte counts, each at most `max_size`.
+Result test(void* request, int* done, int* sizes, size_t max_size);
+
+Result closeSend(void* send_comm);
+Result closeRecv(void* recv_comm);
+Result closeListen(void* listen_comm);
+
+/// v11: a context per communicator.
+Result initContext(void** context, uint64_t comm_id, const nccl_abi::CommConfig* config, nccl_abi::Logger logger);
+Result finalizeContext(void* context);
+
+}  // namespace megascale::nccl_plugin
