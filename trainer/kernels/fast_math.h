@@ -40,10 +40,6 @@ inline T expOf(T x) {
   }
 }
 
-}  // namespace megascale::trainer
-
-namespace megascale::trainer {
-
 /// tanh through exp for float (vectorizes); libm's for double.
 template <typename T>
 inline T tanhOf(T x) {

@@ -97,22 +97,24 @@ namespace {
 double timeBackend(const GemmBackend& backend, int64_t m, int64_t n, int64_t k, double seconds) {
   std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f),
       c(static_cast<size_t>(m * n));
-  GemmCall<float> call{Trans::kNo, Trans::kNo, m, n, k, a.data(), k, b.data(), n, 0.0f, c.data(), n};
-  backend.run(call);  // warm-up: thread pools, JIT, page faults
-  using Clock = std::chrono::steady_clock;
-  double best = 1e30;
-  const auto stop = Clock::now() + std::chrono::duration<double>(seconds);
-  int runs = 0;
-  while (runs < 3 || Clock::now() < stop) {
-    auto t0 = Clock::now();
-    backend.run(call);
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-    ++runs;
-  }
-  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / best / 1e9;
+  const GemmCall<float> call{Trans::kNo, Trans::kNo, m, n, k, a.data(), k, b.data(), n, 0.0f, c.data(), n};
+  return bestGflops([&] { backend.run(call); }, m, n, k, seconds);
 }
 
 }  // namespace
+
+double bestGflops(const std::function<void()>& run, int64_t m, int64_t n, int64_t k, double seconds) {
+  run();
+  using Clock = std::chrono::steady_clock;
+  double best = 1e30;
+  const auto stop = Clock::now() + std::chrono::duration<double>(seconds);
+  for (int runs = 0; runs < 3 || Clock::now() < stop; ++runs) {
+    const auto t0 = Clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / best / 1e9;
+}
 
 GemmChoice selectGemmBackend(const std::string& name, int64_t m, int64_t n, int64_t k, double seconds_each) {
   const auto& all = availableGemmBackends();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,9 @@ const std::string& currentGemmBackend();
 
 /// Best-of-repeats GFLOP/s of the current backend on one shape (the MFU denominator).
 double measureGemmGflops(int64_t m, int64_t n, int64_t k, double seconds);
+
+/// The rate of an m x n x k multiply that `run` performs: one warm-up call (thread pools, JIT, page faults),
+/// then the best of at least three timed calls and of as many as fit in `seconds`.
+double bestGflops(const std::function<void()>& run, int64_t m, int64_t n, int64_t k, double seconds);
 
 }  // namespace megascale::trainer

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "trainer/kernels/gemm_bf16_backends.h"
+#include "trainer/kernels/gemm_blocked.h"
 
 namespace megascale::trainer {
 
@@ -31,14 +32,6 @@ struct TileConfig {
   uint16_t bytes_per_row[16] = {};
   uint8_t rows[16] = {};
 };
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-template <typename T>
-std::unique_ptr<T[], FreeDeleter> aligned(int64_t count) {
-  return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(std::aligned_alloc(64, ((static_cast<size_t>(count) * sizeof(T) + 63) / 64) * 64)));
-}
 
 // op(A)[ic.., pc..] -> [steps][32 rows][32 k], zero-padded. Rows are copied whole when A is not transposed;
 // a transposed A is read a k-row at a time (contiguous across i) and written down a column.
@@ -167,8 +160,8 @@ void gemmAmx(const GemmBf16Call& c) {
   const int64_t row_blocks = (c.m + kBlock - 1) / kBlock;
   const int64_t panel_steps_max = (std::min(kKc, c.k) + kStep - 1) / kStep;
   const int64_t column_blocks_max = (std::min(kNc, c.n) + kBlock - 1) / kBlock;
-  auto packed_b = aligned<bf16>(column_blocks_max * panel_steps_max * kStepElements);
-  auto packed_a = aligned<bf16>(static_cast<int64_t>(omp_get_max_threads()) * panel_steps_max * kStepElements);
+  auto packed_b = AlignedBuffer<bf16>::make(column_blocks_max * panel_steps_max * kStepElements);
+  auto packed_a = AlignedBuffer<bf16>::make(static_cast<int64_t>(omp_get_max_threads()) * panel_steps_max * kStepElements);
   const bool keep_c = c.beta != 0.0f;
 #pragma omp parallel
   {

@@ -1,7 +1,6 @@
 #include "trainer/kernels/gemm_bf16.h"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 #include <vector>
 
@@ -97,16 +96,7 @@ double measureBf16GemmGflops(int64_t m, int64_t n, int64_t k, double seconds) {
   std::vector<bf16> a(static_cast<size_t>(m * k), toBf16(0.5f)), b(static_cast<size_t>(k * n), toBf16(0.25f));
   std::vector<float> c(static_cast<size_t>(m * n));
   const GemmBf16Call call{Trans::kNo, Trans::kNo, m, n, k, a.data(), k, b.data(), n, 0.0f, c.data(), n};
-  gemmBf16(call);
-  using Clock = std::chrono::steady_clock;
-  double best = 1e30;
-  const auto stop = Clock::now() + std::chrono::duration<double>(seconds);
-  for (int runs = 0; runs < 3 || Clock::now() < stop; ++runs) {
-    const auto t0 = Clock::now();
-    gemmBf16(call);
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / best / 1e9;
+  return bestGflops([&] { gemmBf16(call); }, m, n, k, seconds);
 }
 
 }  // namespace megascale::trainer

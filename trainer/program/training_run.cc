@@ -26,18 +26,31 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The backend choice and the MFU denominator: the best rate of the chosen backend on a square GEMM and on
-// the model's own largest GEMM shape.
-double chooseGemm(const TrainOptions& o, std::ostream& log) {
+void logChoice(std::ostream& log, const char* label, const GemmChoice& choice, int64_t m, int64_t n, int64_t k) {
+  log << label << ": " << choice.backend;
+  if (choice.measured.empty()) return;
+  log << " (measured on " << m << "x" << n << "x" << k << ":";
+  for (const auto& [name, rate] : choice.measured) log << " " << name << " " << std::lround(rate);
+  log << " GFLOP/s)";
+}
+
+// Picks the GEMM backends and returns the MFU denominator: the best rate of the backend this run's GEMMs use,
+// on a square GEMM and on the model's largest GEMM shape. The float choice is made in bf16 runs too (the
+// widened-float bf16 path runs on it), but only the precision in use has its peak measured.
+double chooseGemm(const TrainOptions& o, bool bf16, std::ostream& log) {
   const int64_t m = o.batch_size * o.model.seq_len, n = 4 * o.model.d_model, k = o.model.d_model;
-  GemmChoice choice = selectGemmBackend(o.gemm, m, n, k, 0.3);
-  log << "GEMM: " << choice.backend;
-  if (!choice.measured.empty()) {
-    log << " (measured on " << m << "x" << n << "x" << k << ":";
-    for (const auto& [name, rate] : choice.measured) log << " " << name << " " << std::lround(rate);
-    log << " GFLOP/s)";
+  const GemmChoice fp32 = selectGemmBackend(o.gemm, m, n, k, 0.3);
+  logChoice(log, "GEMM", fp32, m, n, k);
+  double peak = 0;
+  if (!bf16) {
+    const double on_shape = fp32.measured.empty() ? measureGemmGflops(m, n, k, 0.3) : fp32.gflops;
+    peak = std::max(measureGemmGflops(2048, 2048, 2048, 0.3), on_shape);
+  } else {
+    log << "\n";
+    const GemmChoice half = selectFastestBf16GemmBackend(m, n, k, 0.2);
+    logChoice(log, "bf16 GEMM", half, m, n, k);
+    peak = std::max(measureBf16GemmGflops(2048, 2048, 2048, 0.3), half.gflops);
   }
-  const double peak = std::max(measureGemmGflops(2048, 2048, 2048, 0.3), measureGemmGflops(m, n, k, 0.3));
   log << "; peak " << std::lround(peak) << " GFLOP/s\n";
   return peak;
 }
@@ -111,15 +124,7 @@ int runTraining(const TrainOptions& options) {
     throw std::invalid_argument("--vocab " + std::to_string(o.model.vocab) + " is smaller than the data's vocabulary (" +
                                 std::to_string(data.vocab) + ")");
   }
-  double peak_gflops = chooseGemm(o, log);
-  if (bf16_run) {  // the fastest bf16 backend, and MFU against what it reaches here
-    const int64_t m = o.batch_size * o.model.seq_len, n = 4 * o.model.d_model, k = o.model.d_model;
-    GemmChoice choice = selectFastestBf16GemmBackend(m, n, k, 0.2);
-    peak_gflops = std::max(measureBf16GemmGflops(2048, 2048, 2048, 0.3), choice.gflops);
-    log << "bf16 GEMM: " << choice.backend << " (measured on " << m << "x" << n << "x" << k << ":";
-    for (const auto& [name, rate] : choice.measured) log << " " << name << " " << std::lround(rate);
-    log << " GFLOP/s); peak " << std::lround(peak_gflops) << " GFLOP/s\n";
-  }
+  const double peak_gflops = chooseGemm(o, bf16_run, log);
 
   Gpt<float> model(o.model);
   model.initialize(o.seed);
