@@ -36,6 +36,35 @@ constexpr uint32_t kHandleMagic = 0x4d534e31;  // "MSN1"
 
 enum class Kind : uint32_t { kListen = 0x4c495354, kSend = 0x53454e44, kRecv = 0x52454356, kRequest = 0x52455153 };
 
+// A request handed to NCCL: the transport's request and the comm that drives it. Each comm owns a fixed
+// pool of them (as many as the transport takes in flight), so closing a comm with requests in flight frees
+// everything and posting allocates nothing.
+struct Request {
+  Kind kind = Kind::kRequest;
+  bool in_use = false;
+  struct SendComm* send = nullptr;  // exactly one of send / recv
+  struct RecvComm* recv = nullptr;
+  transport::Request* request = nullptr;
+  int n = 1;
+};
+
+class RequestPool {
+ public:
+  Request* take() {
+    for (Request& r : requests_) {
+      if (!r.in_use) {
+        r.in_use = true;
+        return &r;
+      }
+    }
+    return nullptr;
+  }
+  static void release(Request* r) { r->in_use = false; }
+
+ private:
+  Request requests_[transport::kMaxRequests];
+};
+
 struct ListenComm {
   Kind kind = Kind::kListen;
   std::unique_ptr<transport::Transport> transport;
@@ -45,21 +74,16 @@ struct SendComm {
   Kind kind = Kind::kSend;
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<transport::SendComm> comm;
+  RequestPool requests;
 };
 struct RecvComm {
   Kind kind = Kind::kRecv;
   std::unique_ptr<transport::RecvComm> comm;
+  RequestPool requests;
 };
 struct PendingConnect {
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<transport::Connector> connector;
-};
-struct Request {
-  Kind kind = Kind::kRequest;
-  SendComm* send = nullptr;  // exactly one of send / recv
-  RecvComm* recv = nullptr;
-  transport::Request* request = nullptr;
-  int n = 1;
 };
 
 struct State {
@@ -281,10 +305,20 @@ Result deregisterMemory(void*, void* mhandle) {
 Result isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void** request) {
   SendComm* c = as<SendComm>(send_comm, Kind::kSend);
   if (c == nullptr || request == nullptr) return misuse("isend: %s", "not a send comm");
+  *request = nullptr;
+  Request* wrapper = c->requests.take();
+  if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
   transport::Request* r = nullptr;
   Status s = c->comm->isend(data, size, static_cast<uint32_t>(tag), static_cast<transport::MemoryRegion*>(mhandle), &r);
+  if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
   if (!s.isOk()) return fail("isend", s);
-  *request = r == nullptr ? nullptr : new Request{Kind::kRequest, c, nullptr, r, 1};
+  if (r != nullptr) {
+    wrapper->send = c;
+    wrapper->recv = nullptr;
+    wrapper->request = r;
+    wrapper->n = 1;
+    *request = wrapper;
+  }
   return nccl_abi::kSuccess;
 }
 
@@ -299,10 +333,20 @@ Result irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int
     tag_values[i] = static_cast<uint32_t>(tags[i]);
     regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
   }
+  *request = nullptr;
+  Request* wrapper = c->requests.take();
+  if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
   transport::Request* r = nullptr;
   Status s = c->comm->irecv(n, data, sizes, tag_values, regions, &r);
+  if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
   if (!s.isOk()) return fail("irecv", s);
-  *request = r == nullptr ? nullptr : new Request{Kind::kRequest, nullptr, c, r, n};
+  if (r != nullptr) {
+    wrapper->send = nullptr;
+    wrapper->recv = c;
+    wrapper->request = r;
+    wrapper->n = n;
+    *request = wrapper;
+  }
   return nccl_abi::kSuccess;
 }
 
@@ -313,25 +357,25 @@ Result iflush(void*, int, void** request) {
 
 Result test(void* request, int* done, int* sizes, size_t max_size) {
   Request* r = as<Request>(request, Kind::kRequest);
-  if (r == nullptr || done == nullptr) return misuse("test: %s", "not an active request");
+  if (r == nullptr || !r->in_use || done == nullptr) return misuse("test: %s", "not an active request");
   bool finished = false;
   size_t bytes[transport::kMaxRecvs] = {};
   Status s = r->send != nullptr ? r->send->comm->test(r->request, &finished, bytes)
                                 : r->recv->comm->test(r->request, &finished, bytes);
   if (!s.isOk()) {
-    delete r;
+    RequestPool::release(r);
     return fail("test", s);
   }
   *done = finished ? 1 : 0;
   if (!finished) return nccl_abi::kSuccess;
   for (int i = 0; i < r->n && sizes != nullptr; ++i) {
     if (bytes[i] > max_size) {
-      delete r;
+      RequestPool::release(r);
       return misuse("test: %s", "a message is larger than this plugin version's int sizes");
     }
     sizes[i] = static_cast<int>(bytes[i]);
   }
-  delete r;
+  RequestPool::release(r);
   return nccl_abi::kSuccess;
 }
 

@@ -9,15 +9,15 @@
 #include <numeric>
 #include <vector>
 
-#include "plugin_api.h"
+#include "nccl_plugin/plugin_loader.h"
 
-namespace megascale::nccl_plugin::testing {
+namespace megascale::nccl_plugin {
 namespace {
 
 using namespace nccl_abi;
 
 std::vector<PluginApi> all() {
-  static const std::vector<PluginApi> apis = loadPlugin(MEGASCALE_NCCL_PLUGIN_PATH);
+  static const std::vector<PluginApi> apis = loadPlugin(MEGASCALE_NCCL_PLUGIN_PATH, LoaderOptions{0x28});
   return apis;
 }
 
@@ -98,14 +98,13 @@ TEST_P(PluginHarness, NameAndPropertiesDescribeAHostDevice) {
   int count = 0;
   ASSERT_EQ(api_.devices(&count), kSuccess);
   ASSERT_GT(count, 0);
-  int speed = 0, max_recvs = 0, ptr = 0;
-  const char* name = nullptr;
-  ASSERT_EQ(api_.properties(0, &speed, &max_recvs, &ptr, &name), kSuccess);
-  EXPECT_NE(name, nullptr);
-  EXPECT_GT(speed, 0);
-  EXPECT_EQ(max_recvs, 8);
-  EXPECT_EQ(ptr, kPtrHost);
-  EXPECT_NE(api_.properties(count, &speed, &max_recvs, &ptr, &name), kSuccess);
+  NetProperties p;
+  ASSERT_EQ(api_.properties(0, &p), kSuccess);
+  EXPECT_NE(p.name, nullptr);
+  EXPECT_GT(p.speed_mbps, 0);
+  EXPECT_EQ(p.max_recvs, 8);
+  EXPECT_EQ(p.ptr_support, kPtrHost);
+  EXPECT_NE(api_.properties(count, &p), kSuccess);
 }
 
 TEST_P(PluginHarness, TransfersFromZeroTo64MiBArriveIntactWithTheirSize) {
@@ -220,4 +219,4 @@ TEST(PluginAbi, PropertiesLayoutsMatchTheDocumentedFieldOrder) {
 }
 
 }  // namespace
-}  // namespace megascale::nccl_plugin::testing
+}  // namespace megascale::nccl_plugin

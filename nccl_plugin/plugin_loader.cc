@@ -1,4 +1,6 @@
-#include "plugin_api.h"
+#include "nccl_plugin/plugin_loader.h"
+
+#include <dlfcn.h>
 
 #include <climits>
 #include <cstdarg>
@@ -6,14 +8,16 @@
 #include <memory>
 #include <stdexcept>
 
-namespace megascale::nccl_plugin::testing {
+namespace megascale::nccl_plugin {
 
 namespace {
 
 using namespace nccl_abi;
 
+LogLevel g_log_level = kLogWarn;  // one logger per process, as NCCL has
+
 void logToStderr(LogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
-  if (level > kLogWarn) return;
+  if (level > g_log_level) return;
   va_list args;
   va_start(args, fmt);
   std::vfprintf(stderr, fmt, args);
@@ -26,13 +30,10 @@ template <typename Net, typename Props>
 void common(PluginApi& api, const Net* net) {
   api.name = net->name;
   api.devices = net->devices;
-  api.properties = [net](int dev, int* speed, int* max_recvs, int* ptr, const char** name) {
+  api.properties = [net](int dev, NetProperties* out) {
     Props p{};
     Result r = net->getProperties(dev, &p);
-    *speed = p.speed;
-    *max_recvs = p.max_recvs;
-    *ptr = p.ptr_support;
-    *name = p.name;
+    *out = NetProperties{p.name, p.pci_path, p.guid, p.ptr_support, p.speed, p.max_recvs};
     return r;
   };
   api.accept = [net](void* l, void** r) { return net->accept(l, r, nullptr); };
@@ -46,7 +47,8 @@ void common(PluginApi& api, const Net* net) {
 
 }  // namespace
 
-std::vector<PluginApi> loadPlugin(const std::string& path) {
+std::vector<PluginApi> loadPlugin(const std::string& path, const LoaderOptions& options) {
+  g_log_level = options.log_level;
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) throw std::runtime_error(std::string("dlopen: ") + dlerror());
   std::vector<PluginApi> apis;
@@ -90,8 +92,8 @@ std::vector<PluginApi> loadPlugin(const std::string& path) {
     api.init = [net] { return net->init(logToStderr, nullptr); };
     api.finalize = [] { return kSuccess; };
     api.listen = net->listen;
-    api.connect = [net](int dev, void* h, void** s) {
-      CommConfig config{0x20};
+    api.connect = [net, options](int dev, void* h, void** s) {
+      CommConfig config{options.traffic_class};
       return net->connect(dev, &config, h, s, nullptr);
     };
     api.isend = [net](void* c, void* d, size_t n, int tag, void* mh, void** req) {
@@ -107,9 +109,9 @@ std::vector<PluginApi> loadPlugin(const std::string& path) {
     api.version = "v11";
     common<NetV11, PropertiesV11>(api, net);
     auto context = std::make_shared<void*>(nullptr);
-    api.init = [net, context] {
-      CommConfig config{0x28};
-      return net->init(context.get(), 42, &config, logToStderr, nullptr);
+    api.init = [net, context, options] {
+      CommConfig config{options.traffic_class};
+      return net->init(context.get(), options.comm_id, &config, logToStderr, nullptr);
     };
     api.finalize = [net, context] { return net->finalize(*context); };
     api.listen = [net, context](int dev, void* h, void** l) { return net->listen(*context, dev, h, l); };
@@ -125,4 +127,4 @@ std::vector<PluginApi> loadPlugin(const std::string& path) {
   return apis;
 }
 
-}  // namespace megascale::nccl_plugin::testing
+}  // namespace megascale::nccl_plugin
