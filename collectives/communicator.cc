@@ -7,6 +7,7 @@
 #include "collectives/bootstrap/store.h"
 #include "collectives/dtype.h"
 #include "collectives/executor.h"
+#include "transport/net_transport.h"
 #include "common/config.h"
 #include "common/log.h"
 
@@ -27,13 +28,7 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   }
   o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
   o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));
-  int64_t sockets = config::getInt("MEGASCALE_TCP_SOCKETS");
-  if (sockets < 1 || sockets > 64) throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_TCP_SOCKETS must be 1..64");
-  o.transport_options.sockets_per_comm = static_cast<int>(sockets);
-  o.transport_options.stripe_min_bytes = static_cast<size_t>(config::getInt("MEGASCALE_TCP_STRIPE_MIN"));
-  o.transport_options.shm_ring_bytes = static_cast<size_t>(config::getInt("MEGASCALE_SHM_RING_BYTES"));
-  o.transport_options.bind_address = config::getString("MEGASCALE_TCP_IFADDR");
-  o.transport_options.handshake_timeout_ms = static_cast<int>(o.timeout.count());
+  o.transport_options = transport::transportOptionsFromConfig();
   o.node_engine = config::getBool("MEGASCALE_SHM_COLLECTIVES");
   auto bytes = [](const char* name, int64_t min) {
     int64_t v = config::getInt(name);

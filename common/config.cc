@@ -25,6 +25,8 @@ const std::vector<Knob>& knobs() {
        "IPv4 address to listen on (default: the store's interface, else 127.0.0.1)"},
       {"MEGASCALE_NET_IF", Type::kString, "", "", "transport",
        "NCCL net plugin interfaces, NCCL_SOCKET_IFNAME syntax (prefixes, =exact, ^ excludes); default: all but lo, docker*, virbr*"},
+      {"MEGASCALE_NET_TRANSPORT", Type::kString, "auto", "", "transport",
+       "NCCL net plugin transport: auto (the fastest built: tcp until ibverbs/UCX exist), tcp, ibverbs or ucx"},
       {"MEGASCALE_SHM_RING_BYTES", Type::kInt, "4194304", "bytes", "transport", "shared-memory ring size"},
       {"MEGASCALE_ALGO", Type::kString, "auto", "", "collectives",
        "all-reduce algorithm: auto, ring, rhd (recursive halving-doubling) or direct"},

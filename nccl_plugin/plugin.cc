@@ -12,6 +12,7 @@
 #include "common/hmac.h"
 #include "common/status.h"
 #include "topology/net_interfaces.h"
+#include "transport/net_transport.h"
 #include "transport/transport.h"
 
 namespace megascale::nccl_plugin {
@@ -90,6 +91,7 @@ struct State {
   std::mutex mutex;
   bool initialized = false;
   nccl_abi::Logger logger = nullptr;
+  std::string transport_name;  // MEGASCALE_NET_TRANSPORT, resolved at init
   std::vector<topology::NetInterface> interfaces;
   std::vector<std::string> names, pci_paths;  // storage for the char* in properties
 };
@@ -140,10 +142,9 @@ Result misuse(const char* fmt, const char* what) {
 }
 
 transport::TransportOptions optionsFor(const Context* context, int dev, const std::string& secret) {
-  transport::TransportOptions o;
+  transport::TransportOptions o = transport::transportOptionsFromConfig();
   o.secret = secret;
   o.bind_address = state().interfaces[static_cast<size_t>(dev)].ipv4;
-  o.sockets_per_comm = static_cast<int>(config::getInt("MEGASCALE_TCP_SOCKETS"));
   o.traffic_class = context != nullptr ? context->traffic_class : nccl_abi::kTrafficClassUndefined;
   return o;
 }
@@ -166,14 +167,21 @@ Result init(nccl_abi::Logger logger) {
   std::lock_guard lock(s.mutex);
   if (logger != nullptr) s.logger = logger;
   if (s.initialized) return nccl_abi::kSuccess;
-  std::string spec = config::getString("MEGASCALE_NET_IF");
-  if (spec.empty() && std::getenv("NCCL_SOCKET_IFNAME") != nullptr) spec = std::getenv("NCCL_SOCKET_IFNAME");
+  try {
+    s.transport_name = transport::resolveNetTransport(config::getString("MEGASCALE_NET_TRANSPORT"));
+    transport::transportOptionsFromConfig();  // refuse bad knobs now rather than at the first connection
+  } catch (const Error& e) {
+    log(kLogWarn, "init: %s", e.what());
+    return e.code() == ErrorCode::kUnavailable ? nccl_abi::kSystemError : nccl_abi::kInvalidArgument;
+  }
+  const std::string spec = topology::configuredInterfaceSpec();
   s.interfaces = topology::discoverInterfaces(spec);
   if (s.interfaces.empty()) {
     log(kLogWarn, "no usable network interface (up, with IPv4%s%s)", spec.empty() ? "" : ", matching ",
         spec.c_str());
     return nccl_abi::kSystemError;
   }
+  log(kLogInfo, "transport %s over %zu interface(s)", s.transport_name.c_str(), s.interfaces.size());
   for (const auto& nic : s.interfaces) {
     s.names.push_back(nic.name);
     s.pci_paths.push_back(nic.pci_path);
@@ -215,7 +223,7 @@ Result listen(const Context* context, int dev, void* handle, void** listen_comm)
     randomBytes(random, sizeof(random));
     const std::string secret = toHex(random, sizeof(random));
     auto comm = std::make_unique<ListenComm>();
-    comm->transport = transport::createTransport("tcp", optionsFor(context, dev, secret));
+    comm->transport = transport::createTransport(state().transport_name, optionsFor(context, dev, secret));
     comm->listener = comm->transport->listen();
     const transport::Address& address = comm->listener->address();
     Handle h{};
@@ -245,7 +253,7 @@ Result connect(const Context* context, int dev, void* handle, void** send_comm) 
   try {
     if (h.pending == nullptr) {
       auto pending = std::make_unique<PendingConnect>();
-      pending->transport = transport::createTransport("tcp", optionsFor(context, dev, h.secret));
+      pending->transport = transport::createTransport(state().transport_name, optionsFor(context, dev, h.secret));
       transport::Address address;
       address.size = h.address_size;
       std::memcpy(address.bytes, h.address, h.address_size);

@@ -67,8 +67,11 @@ std::vector<PluginApi> loadPlugin(const std::string& path, const LoaderOptions& 
       return n > INT_MAX ? kInternalError : net->isend(c, d, static_cast<int>(n), tag, mh, req);
     };
     api.irecv = [net](void* c, int n, void** d, size_t* sizes, int* tags, void** mh, void** req) {
-      int narrow[8];
-      for (int i = 0; i < n && i < 8; ++i) narrow[i] = static_cast<int>(sizes[i]);
+      int narrow[8] = {};  // an n outside 1..8 is passed on for the plugin to refuse
+      for (int i = 0; n <= 8 && i < n; ++i) {
+        if (sizes[i] > INT_MAX) return kInternalError;
+        narrow[i] = static_cast<int>(sizes[i]);
+      }
       return net->irecv(c, n, d, narrow, tags, mh, req);
     };
     apis.push_back(api);

@@ -11,6 +11,8 @@
 #include <memory>
 #include <sstream>
 
+#include "common/config.h"
+
 namespace megascale::topology {
 
 namespace {
@@ -80,6 +82,12 @@ std::vector<NetInterface> discoverInterfaces(const std::string& spec) {
   }
   freeifaddrs(list);
   return selected.empty() && spec.empty() ? loopback : selected;
+}
+
+std::string configuredInterfaceSpec() {
+  std::string spec = config::getString("MEGASCALE_NET_IF");
+  if (spec.empty() && std::getenv("NCCL_SOCKET_IFNAME") != nullptr) spec = std::getenv("NCCL_SOCKET_IFNAME");
+  return spec;
 }
 
 }  // namespace megascale::topology

@@ -27,4 +27,7 @@ bool interfaceSelected(const std::string& name, const std::string& spec);
 /// With an empty spec and no other interface, the loopback interface.
 std::vector<NetInterface> discoverInterfaces(const std::string& spec);
 
+/// The selection users configure: MEGASCALE_NET_IF, else NCCL_SOCKET_IFNAME, else "" (the default).
+std::string configuredInterfaceSpec();
+
 }  // namespace megascale::topology

@@ -1,0 +1,37 @@
+#include "transport/net_transport.h"
+
+#include "common/config.h"
+
+namespace megascale::transport {
+
+std::string resolveNetTransport(const std::string& requested) {
+  if (requested == "auto" || requested == "tcp") return "tcp";
+  if (requested == "ibverbs" || requested == "ucx") {
+    throw Error(ErrorCode::kUnavailable, "MEGASCALE_NET_TRANSPORT=" + requested + ": this build of megascale has no " +
+                                             requested + " transport yet; choose tcp or auto");
+  }
+  if (requested == "shm") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "MEGASCALE_NET_TRANSPORT=shm: shared memory reaches only this host; choose tcp or auto");
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              "MEGASCALE_NET_TRANSPORT='" + requested + "': expected auto, tcp, ibverbs or ucx");
+}
+
+TransportOptions transportOptionsFromConfig() {
+  TransportOptions o;
+  int64_t sockets = config::getInt("MEGASCALE_TCP_SOCKETS");
+  if (sockets < 1 || sockets > 64) throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_TCP_SOCKETS must be 1..64");
+  o.sockets_per_comm = static_cast<int>(sockets);
+  int64_t stripe = config::getInt("MEGASCALE_TCP_STRIPE_MIN");
+  if (stripe < 0) throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_TCP_STRIPE_MIN must be >= 0");
+  o.stripe_min_bytes = static_cast<size_t>(stripe);
+  int64_t ring = config::getInt("MEGASCALE_SHM_RING_BYTES");
+  if (ring < 4096) throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_SHM_RING_BYTES must be >= 4096");
+  o.shm_ring_bytes = static_cast<size_t>(ring);
+  o.bind_address = config::getString("MEGASCALE_TCP_IFADDR");
+  o.handshake_timeout_ms = static_cast<int>(config::timeout().count());
+  return o;
+}
+
+}  // namespace megascale::transport
