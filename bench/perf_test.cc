@@ -19,16 +19,6 @@ namespace megascale::bench {
 
 namespace {
 
-struct Options {
-  size_t min_bytes = 32 << 20, max_bytes = 32 << 20, step_bytes = 1 << 20;
-  double step_factor = 0;
-  int iters = 20, warmup = 1, agg = 1, check = 1, blocking = 0, average = 1, cycles = 1;
-  std::vector<mscDataType_t> types = {mscFloat32};
-  std::vector<mscRedOp_t> ops = {mscSum};
-  int root = 0;
-  bool all_roots = false;
-};
-
 size_t parseSize(const char* text) {
   size_t bytes = 0;
   if (!parseByteSize(text, &bytes)) {
@@ -64,12 +54,17 @@ void usage(const char* name) {
               "  -r,--root <rank|all>     root of rooted collectives (default 0)\n"
               "  -z,--blocking <0..3>     wait after each iteration (1,2) or each sweep step (3)\n"
               "  -a,--average <0..3>      time across ranks: 0 rank 0, 1 average, 2 min, 3 max\n"
-              "  -t,--nthreads 1, -g,--ngpus 1   accepted for compatibility (one rank per process)\n",
+              "  -t,--nthreads 1, -g,--ngpus 1   accepted for compatibility (one rank per process)\n"
+              "  --net-plugin <path>      sendrecv_perf: point-to-point through this NCCL net plugin next to the bare\n"
+              "                           megascale transport (pairs of ranks 0-1, 2-3, ...)\n"
+              "  --net-plugin-version <v> the plugin version to drive (v8..v11; default the newest exported)\n",
               name);
 }
 
-Options parseOptions(int argc, char** argv, const CollectiveTest& test) {
-  Options o;
+}  // namespace
+
+PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test) {
+  PerfOptions o;
   static const option longs[] = {
       {"minbytes", required_argument, nullptr, 'b'},   {"maxbytes", required_argument, nullptr, 'e'},
       {"stepbytes", required_argument, nullptr, 'i'},  {"stepfactor", required_argument, nullptr, 'f'},
@@ -80,6 +75,8 @@ Options parseOptions(int argc, char** argv, const CollectiveTest& test) {
       {"blocking", required_argument, nullptr, 'z'},   {"average", required_argument, nullptr, 'a'},
       {"nthreads", required_argument, nullptr, 't'},   {"ngpus", required_argument, nullptr, 'g'},
       {"parallel_init", required_argument, nullptr, 'p'}, {"help", no_argument, nullptr, 'h'},
+      {"net-plugin", required_argument, nullptr, kNetPluginFlag},
+      {"net-plugin-version", required_argument, nullptr, kNetPluginVersionFlag},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:N:c:d:o:r:z:a:t:g:p:h", longs, nullptr)) != -1) {
@@ -96,6 +93,8 @@ Options parseOptions(int argc, char** argv, const CollectiveTest& test) {
       case 'z': o.blocking = parseInt("-z", optarg, 0); break;
       case 'a': o.average = parseInt("-a", optarg, 0); break;
       case 'p': break;
+      case kNetPluginFlag: o.net_plugin = optarg; break;
+      case kNetPluginVersionFlag: o.net_plugin_version = optarg; break;
       case 't':
       case 'g':
         if (parseInt(c == 't' ? "-t" : "-g", optarg, 1) != 1) {
@@ -155,6 +154,8 @@ Options parseOptions(int argc, char** argv, const CollectiveTest& test) {
   return o;
 }
 
+namespace {
+
 void check(mscResult_t r, const char* what) {
   if (r != mscSuccess) {
     std::fprintf(stderr, "%s failed: %s: %s\n", what, mscGetErrorString(r), mscGetLastError());
@@ -187,7 +188,7 @@ struct Buffers {
 
 // One timed measurement (out-of-place or in-place) and its data check. Returns the time in us; adds wrong
 // elements to *wrong (-1 when not checked).
-double measure(const CollectiveTest& test, const Options& o, const Geometry& g, mscDataType_t type, mscRedOp_t op,
+double measure(const CollectiveTest& test, const PerfOptions& o, const Geometry& g, mscDataType_t type, mscRedOp_t op,
                int root, bool in_place, mscComm_t comm, int rank, int nranks, Buffers& b, int64_t* wrong) {
   size_t es = dtypeSize(type);
   uint8_t* base = in_place ? b.in_place.data() : nullptr;
@@ -242,7 +243,7 @@ double measure(const CollectiveTest& test, const Options& o, const Geometry& g, 
   return us;
 }
 
-void printHeader(const CollectiveTest& test, const Options& o, mscComm_t comm, int rank, int nranks) {
+void printHeader(const CollectiveTest& test, const PerfOptions& o, mscComm_t comm, int rank, int nranks) {
   struct Who {
     int pid;
     char host[64];
@@ -290,8 +291,12 @@ double reducedValue(int nranks, size_t i, int seed, mscRedOp_t op) {
   return acc;
 }
 
-int runPerfTest(const CollectiveTest& test, int argc, char** argv) {
-  Options o = parseOptions(argc, argv, test);
+int runPerfTest(const CollectiveTest& test, int argc, char** argv, NetPluginMode net_plugin_mode) {
+  PerfOptions o = parsePerfOptions(argc, argv, test);
+  if (!o.net_plugin.empty() && net_plugin_mode == nullptr) {
+    std::fprintf(stderr, "%s: --net-plugin is a mode of sendrecv_perf\n", test.name);
+    return 2;
+  }
   mscComm_t comm = nullptr;
   mscResult_t init = mscCommInitFromEnv(&comm);
   if (init != mscSuccess) {
@@ -304,6 +309,11 @@ int runPerfTest(const CollectiveTest& test, int argc, char** argv) {
   if (!o.all_roots && o.root >= nranks) {
     if (rank == 0) std::fprintf(stderr, "%s: root %d is not a rank (%d ranks)\n", test.name, o.root, nranks);
     return 2;
+  }
+  if (net_plugin_mode != nullptr && !o.net_plugin.empty()) {
+    const int status = net_plugin_mode(o, comm);
+    mscResult_t done = mscCommDestroy(comm);
+    return status != 0 ? status : done == mscSuccess ? 0 : 1;
   }
   printHeader(test, o, comm, rank, nranks);
   int64_t errors = 0;

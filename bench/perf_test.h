@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "megascale/megascale.h"
@@ -40,12 +41,33 @@ struct CollectiveTest {
                      mscComm_t comm);
 };
 
+/// nccl-tests' flags, plus the plugin mode of sendrecv_perf.
+struct PerfOptions {
+  size_t min_bytes = 32 << 20, max_bytes = 32 << 20, step_bytes = 1 << 20;
+  double step_factor = 0;
+  int iters = 20, warmup = 1, agg = 1, check = 1, blocking = 0, average = 1, cycles = 1;
+  std::vector<mscDataType_t> types = {mscFloat32};
+  std::vector<mscRedOp_t> ops = {mscSum};
+  int root = 0;
+  bool all_roots = false;
+  std::string net_plugin;          // --net-plugin PATH
+  std::string net_plugin_version;  // --net-plugin-version vN; "" = newest
+};
+
+constexpr int kNetPluginFlag = 1001, kNetPluginVersionFlag = 1002;
+
+/// Parses the flags; exits with status 2 and a message on bad input (as nccl-tests does).
+PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test);
+
+/// A tool's alternative run for --net-plugin, on the bootstrap communicator; returns the exit status.
+using NetPluginMode = int (*)(const PerfOptions& options, mscComm_t comm);
+
 /// Deterministic input value of element i on rank; exact in every dtype, and products stay small.
 double inputValue(int rank, size_t i, int seed, mscRedOp_t op);
 /// Reduction of inputValue over all ranks for element i, in exact arithmetic.
 double reducedValue(int nranks, size_t i, int seed, mscRedOp_t op);
 
 /// Parses nccl-tests flags, runs the sweep, prints the table on rank 0. Returns the process exit code.
-int runPerfTest(const CollectiveTest& test, int argc, char** argv);
+int runPerfTest(const CollectiveTest& test, int argc, char** argv, NetPluginMode net_plugin_mode = nullptr);
 
 }  // namespace megascale::bench

@@ -1,6 +1,8 @@
-// sendrecv_perf: every rank sends to rank+1 and receives from rank-1 at once; busbw = algbw.
+// sendrecv_perf: every rank sends to rank+1 and receives from rank-1 at once; busbw = algbw. With --net-plugin,
+// point-to-point through an NCCL net plugin next to the bare transport (bench/net_plugin_perf.h).
 #include <cstring>
 
+#include "bench/net_plugin_perf.h"
 #include "bench/perf_test.h"
 #include "collectives/dtype.h"
 
@@ -31,5 +33,5 @@ int main(int argc, char** argv) {
         mscRecv(r, g.count, t, (rank - 1 + n) % n, comm);
         return mscGroupEnd();
       }};
-  return mb::runPerfTest(test, argc, argv);
+  return mb::runPerfTest(test, argc, argv, mb::runNetPluginPerf);
 }

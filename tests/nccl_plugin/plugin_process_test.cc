@@ -134,6 +134,7 @@ class PluginProcesses : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(board_.ok());
     ASSERT_EQ(api_.init(), kSuccess);
   }
+  void TearDown() override { EXPECT_EQ(api_.finalize(), kSuccess); }
   PluginApi api_;
   SharedBoard board_;
 };
