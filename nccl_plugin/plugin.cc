@@ -185,8 +185,9 @@ Result init(nccl_abi::Logger logger) {
   for (const auto& nic : s.interfaces) {
     s.names.push_back(nic.name);
     s.pci_paths.push_back(nic.pci_path);
-    log(kLogInfo, "device %zu: %s %s, %d Mb/s%s%s", s.names.size() - 1, nic.name.c_str(), nic.ipv4.c_str(),
-        nic.speed_mbps, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str());
+    log(kLogInfo, "device %zu: %s %s, %d Mb/s, NUMA node %d%s%s (%s)", s.names.size() - 1, nic.name.c_str(),
+        nic.ipv4.c_str(), nic.speed_mbps, nic.numa_node, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str(),
+        nic.locality_source.empty() ? "virtual" : nic.locality_source.c_str());
   }
   s.initialized = true;
   return nccl_abi::kSuccess;
@@ -207,7 +208,7 @@ Result properties(int dev, DeviceProperties* out) {
   const auto i = static_cast<size_t>(dev);
   out->name = s.names[i].data();
   out->pci_path = s.pci_paths[i].empty() ? nullptr : s.pci_paths[i].data();
-  out->guid = static_cast<uint64_t>(dev);
+  out->guid = s.interfaces[i].guid != 0 ? s.interfaces[i].guid : static_cast<uint64_t>(dev);
   out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
   out->max_recvs = transport::kMaxRecvs;
   out->max_p2p_bytes = size_t{1} << 40;

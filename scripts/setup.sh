@@ -9,6 +9,7 @@ packages=(
   libhiredis-dev redis-server
   openmpi-bin libopenmpi-dev libgloo-dev
   iproute2 procps python3
+  libhwloc-dev                              # NIC locality (PCI function, NUMA node) for the NCCL net plugin
   libdnnl-dev libopenblas-dev libblis-dev   # GEMM libraries the trainer measures (opened at run time)
   python3-torch python3-numpy               # the trainer's numerics oracle and its PyTorch baseline
   jargon-text                               # the main job's training text (public domain)
