@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -88,6 +89,17 @@ void setTrafficClass(int fd, int traffic_class) {
   if (traffic_class < 0) return;
   int tos = traffic_class & 0xff;
   setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+}
+
+void setDeadPeerTimeout(int fd, int timeout_ms) {
+  if (timeout_ms <= 0) return;
+  int one = 1, user_timeout = timeout_ms;
+  int idle = std::max(1, timeout_ms / 3000), interval = std::max(1, timeout_ms / 6000), probes = 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
 Fd listenTcp(const std::string& host, int port, int backlog, sockaddr_in* bound) {

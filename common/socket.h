@@ -53,6 +53,10 @@ void setNonBlocking(int fd);
 void setNoDelay(int fd);
 /// IP_TOS for traffic-class-aware switches (DSCP in the top six bits); negative values leave the default.
 void setTrafficClass(int fd, int traffic_class);
+/// A peer that acknowledges nothing for `timeout_ms` (a dead host, a cut link) fails the socket with ETIMEDOUT
+/// instead of after the kernel's ~15 minutes of retransmits, also while idle (keepalive probes after a third of
+/// the timeout). 0 or less leaves the system defaults.
+void setDeadPeerTimeout(int fd, int timeout_ms);
 
 /// A listening TCP socket on host:port (port 0 picks one). Throws Error naming the address.
 Fd listenTcp(const std::string& host, int port, int backlog, sockaddr_in* bound);

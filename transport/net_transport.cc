@@ -31,6 +31,7 @@ TransportOptions transportOptionsFromConfig() {
   o.shm_ring_bytes = static_cast<size_t>(ring);
   o.bind_address = config::getString("MEGASCALE_TCP_IFADDR");
   o.handshake_timeout_ms = static_cast<int>(config::timeout().count());
+  o.dead_peer_timeout_ms = o.handshake_timeout_ms;  // a cut link or dead host fails transfers, never hangs them
   return o;
 }
 

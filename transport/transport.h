@@ -110,6 +110,7 @@ struct TransportOptions {
   size_t shm_ring_bytes = 4 << 20;       // shm
   int handshake_timeout_ms = 30000;
   int traffic_class = -1;        // tcp: IP_TOS (DSCP << 2) on every socket; -1 leaves the system default
+  int dead_peer_timeout_ms = 0;  // tcp: a peer silent this long is lost (TCP_USER_TIMEOUT, keepalive); 0: system's
 };
 
 /// "tcp" or "shm". Throws Error(kInvalidArgument) for other names, kUnavailable if not built.

@@ -65,6 +65,7 @@ class TcpListener : public Listener {
       if (fd < 0) return;  // EAGAIN, or a transient error the next call retries
       setNoDelay(fd);
       setTrafficClass(fd, options_.traffic_class);
+      setDeadPeerTimeout(fd, options_.dead_peer_timeout_ms);
       pending_.push_back(std::make_unique<Pending>(Pending{Fd(fd), from,
                                                            AuthSession(AuthSession::Role::kServer, options_.secret),
                                                            deadlineAfter(std::chrono::milliseconds(options_.handshake_timeout_ms))}));
@@ -167,6 +168,7 @@ class TcpConnector : public Connector {
       if (!s.fd.valid()) return Status(ErrorCode::kSystem, "socket() failed: " + errnoText(errno));
       setNoDelay(s.fd.get());
       setTrafficClass(s.fd.get(), options_.traffic_class);
+      setDeadPeerTimeout(s.fd.get(), options_.dead_peer_timeout_ms);
       if (::connect(s.fd.get(), reinterpret_cast<const sockaddr*>(&addr_), sizeof(addr_)) == 0) {
         s.connected = true;
       } else if (errno != EINPROGRESS) {
