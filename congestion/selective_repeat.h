@@ -1,0 +1,53 @@
+// The sender's half of selective repeat: which packets are outstanding, which the receiver has acknowledged
+// (each by its own sequence number, SACK style), and which to resend - a packet with `reorder_threshold` later
+// packets acknowledged (fast retransmit, once per transmission; after a resend, packets sent later must
+// overtake it) or one unacknowledged for an RTO. Only lost
+// packets are resent, never the whole window (go-back-N wastes a BDP per loss).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "congestion/sender_control.h"
+
+namespace megascale::congestion {
+
+struct AckOutcome {
+  bool new_data = false;  // this ACK acknowledged a packet still outstanding
+  bool rtt_valid = false;  // Karn: only a packet sent once gives an RTT sample
+  Picoseconds rtt = 0;
+};
+
+class SelectiveRepeat {
+ public:
+  explicit SelectiveRepeat(int reorder_threshold = 3) : reorder_threshold_(reorder_threshold) {}
+
+  /// First transmission or retransmission of `seq`.
+  void onSend(uint64_t seq, Picoseconds now);
+  AckOutcome onAck(uint64_t seq, Picoseconds now);
+  /// Packets to resend now, oldest first; each counts as sent again only when onSend is called for it.
+  std::vector<uint64_t> lost(Picoseconds now, Picoseconds rto);
+  /// The earliest time a timeout can fire for the outstanding packets, kNever if none.
+  Picoseconds nextTimeout(Picoseconds rto) const;
+
+  size_t outstanding() const { return outstanding_.size(); }
+  /// Every sequence number below this is acknowledged.
+  uint64_t cumulativeAck() const { return outstanding_.empty() ? next_expected_ : outstanding_.begin()->first; }
+
+ private:
+  struct Packet {
+    Picoseconds sent_at = 0;
+    int transmissions = 0;
+    bool fast_retransmitted = false;  // in its current transmission
+    uint64_t last_sent_before = 0;    // the highest sequence sent when this transmission left
+  };
+  int reorder_threshold_;
+  std::map<uint64_t, Packet> outstanding_;
+  uint64_t highest_acked_ = 0;
+  bool any_acked_ = false;
+  uint64_t next_expected_ = 0;  // one past the highest sequence sent
+};
+
+}  // namespace megascale::congestion

@@ -1,0 +1,59 @@
+// The one interface of a sender's congestion control, so that the packet-level simulator (congestion/sim) and a
+// real transport run the same code: events in (ACKs with RTT and ECN echo, CNPs, bytes sent, losses, timeouts,
+// timers), outputs out (a rate and/or a window, and the gap to leave between packets).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+namespace megascale::congestion {
+
+/// Time everywhere in congestion/: picoseconds on one monotonic clock (the simulator's, or a transport's
+/// steady clock), so 400 Gb/s serialization (20 ps per byte) stays exact in integers.
+using Picoseconds = int64_t;
+constexpr Picoseconds kNanosecond = 1000;
+constexpr Picoseconds kMicrosecond = 1000 * kNanosecond;
+constexpr Picoseconds kMillisecond = 1000 * kMicrosecond;
+constexpr Picoseconds kSecond = 1000 * kMillisecond;
+constexpr Picoseconds kNever = std::numeric_limits<Picoseconds>::max();
+
+/// Bits per second -> picoseconds to serialize `bytes`.
+constexpr Picoseconds serializationTime(uint64_t bytes, double bits_per_second) {
+  return static_cast<Picoseconds>(static_cast<double>(bytes) * 8.0 * 1e12 / bits_per_second);
+}
+
+struct AckEvent {
+  Picoseconds now = 0;
+  Picoseconds rtt = 0;        // round trip of the acknowledged packet; 0 when this ACK gives no sample
+  uint64_t acked_bytes = 0;
+  uint32_t acked_packets = 1;
+  bool ecn_echo = false;      // the acknowledged data arrived ECN-marked (CE)
+};
+
+class SenderControl {
+ public:
+  virtual ~SenderControl() = default;
+  virtual const char* name() const = 0;
+
+  virtual void onAck(const AckEvent& ack) = 0;
+  /// A congestion notification packet from the receiver (RoCE's CNP).
+  virtual void onCnp(Picoseconds now) = 0;
+  virtual void onSent(Picoseconds now, uint64_t bytes) = 0;
+  /// Loss seen before a timeout: a NACK or a fast retransmit.
+  virtual void onLoss(Picoseconds now) = 0;
+  /// The retransmission timer fired.
+  virtual void onTimeout(Picoseconds now) = 0;
+
+  /// When onTimer must next be called; kNever when no timer is armed.
+  virtual Picoseconds nextTimer() const = 0;
+  virtual void onTimer(Picoseconds now) = 0;
+
+  /// Sending rate in bits per second (the line rate for a window-only control).
+  virtual double rateBps() const = 0;
+  /// Congestion window in packets (infinity for a rate-only control); may be below 1 (then the sender paces).
+  virtual double windowPackets() const = 0;
+  /// The gap to leave between the starts of two packets of `packet_bytes`.
+  virtual Picoseconds pacingGap(uint32_t packet_bytes) const = 0;
+};
+
+}  // namespace megascale::congestion

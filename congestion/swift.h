@@ -1,0 +1,69 @@
+// Swift (Kumar et al., SIGCOMM 2020): a window AIMD towards a target delay that grows with the path's hop count
+// and as the window shrinks (flow scaling), multiplicative decreases at most once per RTT and bounded by max_mdf,
+// pacing below one packet per RTT, and escalation on repeated timeouts. Defaults are Google's Pony Express
+// values as published with the isekai simulator. docs/congestion.md has the equations.
+#pragma once
+
+#include "congestion/sender_control.h"
+
+namespace megascale::congestion {
+
+struct SwiftParams {
+  double line_rate_bps = 100e9;
+  double additive_increase = 1.0;     // ai: packets per RTT
+  double beta = 0.8;                  // decrease per unit of relative excess delay
+  double max_mdf = 0.5;               // a decrease never cuts more than this fraction
+  Picoseconds base_target = 25 * kMicrosecond;
+  Picoseconds per_hop = 1 * kMicrosecond;  // topology scaling
+  int hops = 6;
+  Picoseconds flow_scaling_range = 100 * kMicrosecond;  // fs_range
+  double flow_scaling_min_cwnd = 0.1;                    // fs_min_cwnd
+  double flow_scaling_max_cwnd = 256;                    // fs_max_cwnd
+  double min_cwnd = 0.01, max_cwnd = 256;
+  double initial_cwnd = 256;
+  int retransmit_reset = 3;  // this many timeouts in a row drop the window to min_cwnd
+};
+
+class Swift : public SenderControl {
+ public:
+  explicit Swift(const SwiftParams& params);
+  const char* name() const override { return "swift"; }
+
+  void onAck(const AckEvent& ack) override;
+  void onCnp(Picoseconds) override {}
+  void onSent(Picoseconds, uint64_t) override {}
+  void onLoss(Picoseconds now) override;
+  void onTimeout(Picoseconds now) override;
+  Picoseconds nextTimer() const override { return kNever; }
+  void onTimer(Picoseconds) override {}
+
+  double rateBps() const override { return p_.line_rate_bps; }
+  double windowPackets() const override { return cwnd_; }
+  /// Below one packet per RTT the sender paces at RTT / cwnd; otherwise the window alone limits it.
+  Picoseconds pacingGap(uint32_t packet_bytes) const override;
+
+  /// The delay target for window `cwnd`: base + hops * per_hop + fs(cwnd).
+  Picoseconds targetDelay(double cwnd) const;
+  Picoseconds smoothedRtt() const { return rtt_; }
+
+ protected:
+  /// What every ACK tells: the RTT sample, and that the path works (timeouts in a row restart).
+  void observe(const AckEvent& ack);
+  /// A multiplicative decrease to cwnd * factor, if one RTT has passed since the last; true if applied.
+  bool decrease(Picoseconds now, double factor);
+  void setWindow(Picoseconds now, double cwnd);
+  const SwiftParams& params() const { return p_; }
+  double window() const { return cwnd_; }
+
+ private:
+  bool canDecrease(Picoseconds now) const { return now - last_decrease_ >= rtt_; }
+
+  SwiftParams p_;
+  double cwnd_;
+  Picoseconds rtt_ = 0;  // the latest RTT sample: how long "one RTT" is for the decrease guard and pacing
+  Picoseconds last_decrease_;
+  int timeouts_in_a_row_ = 0;
+  double fs_alpha_, fs_beta_;  // flow scaling: fs(w) = clamp(alpha / sqrt(w) + beta, 0, range)
+};
+
+}  // namespace megascale::congestion

@@ -1,0 +1,101 @@
+// RTO estimation, selective repeat, the give-up budget and the verbs timeout encoding.
+#include <gtest/gtest.h>
+
+#include "congestion/retransmit_budget.h"
+#include "congestion/rto_estimator.h"
+#include "congestion/selective_repeat.h"
+#include "congestion/verbs_timeouts.h"
+
+namespace megascale::congestion {
+namespace {
+
+constexpr Picoseconds kUs = kMicrosecond;
+
+TEST(RtoEstimator, FollowsRfc6298WithAMicrosecondFloorAndBacksOff) {
+  RtoParams p;
+  p.min = 1 * kUs;
+  p.max = 1 * kMillisecond;
+  RtoEstimator e(p);
+  EXPECT_EQ(e.rto(), 1 * kMillisecond);  // no sample yet: the initial value
+  e.onSample(10 * kUs);                  // srtt 10, rttvar 5: 10 + 4 x 5
+  EXPECT_EQ(e.srtt(), 10 * kUs);
+  EXPECT_EQ(e.rttvar(), 5 * kUs);
+  EXPECT_EQ(e.rto(), 30 * kUs);
+  e.onSample(20 * kUs);  // rttvar (3 x 5 + |10 - 20|) / 4 = 6.25, srtt (7 x 10 + 20) / 8 = 11.25
+  EXPECT_EQ(e.rttvar(), 6250 * kNanosecond);
+  EXPECT_EQ(e.srtt(), 11250 * kNanosecond);
+  EXPECT_EQ(e.rto(), 36250 * kNanosecond);
+  e.onTimeout();
+  EXPECT_EQ(e.rto(), 72500 * kNanosecond);
+  e.onTimeout();
+  EXPECT_EQ(e.rto(), 145 * kUs);
+  for (int i = 0; i < 10; ++i) e.onTimeout();
+  EXPECT_EQ(e.rto(), 1 * kMillisecond);  // capped
+  e.onProgress();
+  EXPECT_EQ(e.rto(), 36250 * kNanosecond);
+}
+
+TEST(RtoEstimator, TheFloorHoldsForSteadyTinyRtts) {
+  RtoEstimator e;  // min 100 us
+  for (int i = 0; i < 100; ++i) e.onSample(5 * kUs);
+  EXPECT_EQ(e.rto(), 100 * kUs);
+}
+
+TEST(SelectiveRepeat, ResendsOnlyWhatIsLostFastOrByTimeout) {
+  SelectiveRepeat sr;  // reorder threshold 3
+  for (uint64_t seq = 0; seq < 10; ++seq) sr.onSend(seq, static_cast<Picoseconds>(seq) * kUs);
+  AckOutcome a = sr.onAck(0, 12 * kUs);
+  EXPECT_TRUE(a.new_data && a.rtt_valid);
+  EXPECT_EQ(a.rtt, 12 * kUs);
+  sr.onAck(2, 13 * kUs);
+  sr.onAck(3, 14 * kUs);
+  EXPECT_TRUE(sr.lost(15 * kUs, 1 * kMillisecond).empty());  // 1 is overtaken by two: may be reordering
+  sr.onAck(4, 15 * kUs);
+  EXPECT_EQ(sr.lost(16 * kUs, 1 * kMillisecond), (std::vector<uint64_t>{1}));  // overtaken by three
+  EXPECT_TRUE(sr.lost(17 * kUs, 1 * kMillisecond).empty());  // fast retransmit once per transmission
+  EXPECT_EQ(sr.cumulativeAck(), 1u);
+  sr.onSend(1, 17 * kUs);
+  EXPECT_EQ(sr.nextTimeout(1 * kMillisecond), 5 * kUs + 1 * kMillisecond);  // packet 5 is now the oldest
+  EXPECT_EQ(sr.lost(5 * kUs + 1 * kMillisecond, 1 * kMillisecond), (std::vector<uint64_t>{5}));
+  // 1 was resent after 9: only packets after 9 can overtake it now; 5 and 6 time out.
+  EXPECT_EQ(sr.lost(6 * kUs + 1 * kMillisecond, 1 * kMillisecond), (std::vector<uint64_t>{5, 6}));
+  a = sr.onAck(1, 40 * kUs);
+  EXPECT_TRUE(a.new_data);
+  EXPECT_FALSE(a.rtt_valid);  // Karn: a retransmitted packet gives no RTT sample
+  EXPECT_FALSE(sr.onAck(1, 41 * kUs).new_data);  // duplicate
+  EXPECT_EQ(sr.cumulativeAck(), 5u);
+  EXPECT_EQ(sr.outstanding(), 5u);
+}
+
+TEST(RetransmitBudget, ALinkFlapShorterThanTheBudgetIsRiddenOut) {
+  RetransmitBudget budget(30 * kSecond);
+  EXPECT_FALSE(budget.exhausted(100 * kSecond));
+  budget.onTimeout(1 * kSecond);
+  budget.onTimeout(2 * kSecond);  // the clock started at the first timeout
+  EXPECT_FALSE(budget.exhausted(30 * kSecond));
+  EXPECT_TRUE(budget.exhausted(31 * kSecond));
+  budget.onProgress();
+  EXPECT_FALSE(budget.exhausted(40 * kSecond));
+}
+
+TEST(VerbsTimeouts, AckTimeoutIs4096NanosecondsTimesAPowerOfTwo) {
+  EXPECT_EQ(verbsAckTimeout(0), kNever);
+  EXPECT_EQ(verbsAckTimeout(1), 8192 * kNanosecond);
+  EXPECT_EQ(verbsAckTimeout(14), 67'108'864 * kNanosecond);  // NCCL's old default: 67 ms
+  EXPECT_EQ(verbsAckTimeout(20), 4'294'967'296 * kNanosecond);  // NCCL's current default: 4.3 s
+  EXPECT_EQ(verbsGiveUpAfter(VerbsRetry{20, 7, 7, 12}), 8 * verbsAckTimeout(20));  // ~34 s
+}
+
+TEST(VerbsTimeouts, TheSmallestTimeoutWhoseEightTriesCoverTheOutage) {
+  const VerbsRetry five = verbsRetryFor(5 * kSecond);  // 8 x 0.54 s < 5 s <= 8 x 1.07 s
+  EXPECT_EQ(five.timeout, 18);
+  EXPECT_EQ(five.retry_cnt, 7);
+  EXPECT_EQ(five.rnr_retry, 7);
+  EXPECT_GE(verbsGiveUpAfter(five), 5 * kSecond);
+  EXPECT_LT(verbsGiveUpAfter(VerbsRetry{17, 7, 7, 12}), 5 * kSecond);
+  EXPECT_EQ(verbsRetryFor(1 * kMicrosecond).timeout, 1);
+  EXPECT_EQ(verbsRetryFor(kNever / 2).timeout, 31);
+}
+
+}  // namespace
+}  // namespace megascale::congestion
