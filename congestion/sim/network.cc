@@ -1,0 +1,329 @@
+#include "congestion/sim/network.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace megascale::congestion::sim {
+
+namespace {
+
+enum PortEvent { kTxDone = 0, kArrive = 1 };
+enum HostEvent { kStart = 0, kWake = 1, kTimer = 2 };
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer: a flow's ECMP choice per switch
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------- ports
+
+void Port::enqueue(const Packet& p) {
+  if (p.kind == PacketKind::kData) {
+    if (data_bytes_ + p.wire_bytes > buffer_bytes) {
+      ++stats.drops;
+      return;
+    }
+    data_.push_back(p);
+    data_bytes_ += p.wire_bytes;
+    stats.max_queue_bytes = std::max(stats.max_queue_bytes, data_bytes_);
+  } else {
+    control_.push_back(p);
+  }
+  if (!busy_) startNext();
+}
+
+void Port::startNext() {
+  Packet p;
+  if (!control_.empty()) {  // ACKs and CNPs first (strict priority)
+    p = control_.front();
+    control_.pop_front();
+  } else if (!data_.empty()) {
+    p = data_.front();
+    data_.pop_front();
+    data_bytes_ -= p.wire_bytes;
+    // Marked at dequeue, on the queue the packet leaves behind (as the HPCC simulator's switch does).
+    if (marks_ecn && !p.ecn && shouldMark(data_bytes_, ecn, net_.uniform())) {
+      p.ecn = true;
+      ++stats.marks;
+    }
+  } else {
+    busy_ = false;
+    return;
+  }
+  busy_ = true;
+  const Picoseconds now = net_.events().now();
+  const Picoseconds wire = serializationTime(p.wire_bytes, rate_bps_);
+  stats.tx_bytes += p.wire_bytes;
+  net_.events().schedule(now + wire, this, kTxDone);
+  net_.events().schedule(now + wire + delay_, this, kArrive, net_.park(p));
+}
+
+void Port::onEvent(int kind, uint64_t arg) {
+  if (kind == kArrive) {
+    peer->receive(net_.unpark(arg), peer_port);
+    return;
+  }
+  busy_ = false;
+  startNext();
+  if (data_.empty()) owner_.onPortIdle(index_);
+}
+
+// ---------------------------------------------------------------------------------------------- switches
+
+void Switch::receive(const Packet& p, int) {
+  const std::vector<int>& candidates = routes[static_cast<size_t>(p.dst)];
+  if (candidates.empty()) return;  // unreachable: computeRoutes found no path
+  const size_t pick = candidates.size() == 1 ? 0 : mix(p.flow * 0x9e3779b97f4a7c15ull ^ salt_) % candidates.size();
+  ports[static_cast<size_t>(candidates[pick])]->enqueue(p);
+}
+
+// ---------------------------------------------------------------------------------------------- hosts
+
+void Host::startFlow(uint32_t id) {
+  net_.flow(id).next_send = net_.events().now();
+  active_.push_back(id);
+  armTimer(id);
+  trySend();
+}
+
+void Host::armTimer(uint32_t id) {
+  Network::Flow& f = net_.flow(id);
+  const Picoseconds t = f.control->nextTimer();
+  if (t == kNever || (f.timer_armed != kNever && f.timer_armed <= t)) return;
+  f.timer_armed = t;
+  net_.events().schedule(t, this, kTimer, id);
+}
+
+// Keeps one data packet ready at the NIC: when its queue is empty, the next eligible flow (round robin) sends -
+// eligible when it has data left, room in its window and its pacing gap has passed.
+void Host::trySend() {
+  Port& nic = *ports[0];
+  if (!nic.dataQueueEmpty()) return;
+  const Picoseconds now = net_.events().now();
+  const NetworkParams& params = net_.params();
+  Picoseconds earliest = kNever;
+  std::erase_if(active_, [&](uint32_t id) { return net_.flow(id).sent >= net_.flow(id).result.bytes; });
+  for (size_t k = 0; k < active_.size(); ++k) {
+    const size_t position = (next_ + k) % active_.size();
+    const uint32_t id = active_[position];
+    Network::Flow& f = net_.flow(id);
+    if (f.in_flight >= std::max(1.0, f.control->windowPackets())) continue;  // wait for an ACK
+    if (f.next_send > now) {
+      earliest = std::min(earliest, f.next_send);
+      continue;
+    }
+    const uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(params.mtu_payload, f.result.bytes - f.sent));
+    Packet p;
+    p.kind = PacketKind::kData;
+    p.wire_bytes = payload + params.header_bytes;
+    p.payload = payload;
+    p.flow = id;
+    p.src = index_;
+    p.dst = f.result.dst;
+    p.sent_at = now;
+    f.sent += payload;
+    ++f.in_flight;
+    f.next_send = now + f.control->pacingGap(p.wire_bytes);
+    f.control->onSent(now, p.wire_bytes);
+    armTimer(id);
+    next_ = position + 1;
+    nic.enqueue(p);
+    return;
+  }
+  if (earliest != kNever && (wake_at_ == kNever || earliest < wake_at_ || wake_at_ < now)) {
+    wake_at_ = earliest;
+    net_.events().schedule(earliest, this, kWake);
+  }
+}
+
+void Host::receive(const Packet& p, int) {
+  const Picoseconds now = net_.events().now();
+  Port& nic = *ports[0];
+  switch (p.kind) {
+    case PacketKind::kData: {
+      Packet ack = p;
+      ack.kind = PacketKind::kAck;
+      ack.wire_bytes = net_.params().control_bytes;
+      ack.src = index_;
+      ack.dst = p.src;
+      nic.enqueue(ack);
+      auto it = std::find_if(cnp_.begin(), cnp_.end(), [&](const auto& e) { return e.first == p.flow; });
+      if (it == cnp_.end()) it = cnp_.insert(cnp_.end(), {p.flow, CnpGenerator(net_.params().cnp_interval)});
+      if (it->second.onArrival(now, p.ecn)) {
+        Packet cnp = ack;
+        cnp.kind = PacketKind::kCnp;
+        nic.enqueue(cnp);
+      }
+      break;
+    }
+    case PacketKind::kAck: {
+      Network::Flow& f = net_.flow(p.flow);
+      f.acked += p.payload;
+      --f.in_flight;
+      AckEvent event;
+      event.now = now;
+      event.rtt = now - p.sent_at;
+      event.acked_bytes = p.payload;
+      event.ecn_echo = p.ecn;
+      f.control->onAck(event);
+      armTimer(p.flow);
+      if (f.acked >= f.result.bytes) net_.finished(p.flow);
+      trySend();
+      break;
+    }
+    case PacketKind::kCnp:
+      net_.flow(p.flow).control->onCnp(now);
+      armTimer(p.flow);
+      break;
+  }
+}
+
+void Host::onEvent(int kind, uint64_t arg) {
+  const Picoseconds now = net_.events().now();
+  if (kind == kStart) {
+    startFlow(static_cast<uint32_t>(arg));
+  } else if (kind == kWake) {
+    if (wake_at_ == now) wake_at_ = kNever;
+    trySend();
+  } else {
+    Network::Flow& f = net_.flow(static_cast<uint32_t>(arg));
+    if (f.timer_armed > now) return;  // superseded by an earlier arming
+    f.timer_armed = kNever;
+    if (now >= f.control->nextTimer()) f.control->onTimer(now);
+    armTimer(static_cast<uint32_t>(arg));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- network
+
+int Network::addHost() {
+  auto host = std::make_unique<Host>(*this, static_cast<int>(hosts_.size()));
+  host->id = static_cast<int>(nodes_.size());
+  hosts_.push_back(host.get());
+  host_nodes_.push_back(host->id);
+  nodes_.push_back(std::move(host));
+  return static_cast<int>(hosts_.size()) - 1;
+}
+
+int Network::addSwitch() {
+  auto s = std::make_unique<Switch>(mix(params_.seed * 1000003 + switches_.size()));
+  s->id = static_cast<int>(nodes_.size());
+  switches_.push_back(s.get());
+  nodes_.push_back(std::move(s));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+void Network::connect(int a, int b, double rate_bps, Picoseconds delay) {
+  Node& x = node(a);
+  Node& y = node(b);
+  const int px = static_cast<int>(x.ports.size()), py = static_cast<int>(y.ports.size());
+  x.ports.push_back(std::make_unique<Port>(*this, x, px, rate_bps, delay));
+  y.ports.push_back(std::make_unique<Port>(*this, y, py, rate_bps, delay));
+  x.ports.back()->peer = &y;
+  x.ports.back()->peer_port = py;
+  y.ports.back()->peer = &x;
+  y.ports.back()->peer_port = px;
+}
+
+void Network::computeRoutes() {
+  constexpr int kFar = std::numeric_limits<int>::max();
+  for (Switch* s : switches_) s->routes.assign(hosts_.size(), {});
+  std::vector<int> dist(nodes_.size()), frontier, next;
+  for (size_t h = 0; h < hosts_.size(); ++h) {
+    std::fill(dist.begin(), dist.end(), kFar);
+    frontier = {host_nodes_[h]};
+    dist[static_cast<size_t>(host_nodes_[h])] = 0;
+    for (int d = 1; !frontier.empty(); ++d) {  // breadth first; hosts other than h do not forward
+      next.clear();
+      for (int n : frontier) {
+        if (d > 1 && dynamic_cast<Host*>(nodes_[static_cast<size_t>(n)].get()) != nullptr) continue;
+        for (const auto& port : nodes_[static_cast<size_t>(n)]->ports) {
+          int& pd = dist[static_cast<size_t>(port->peer->id)];
+          if (pd == kFar) {
+            pd = d;
+            next.push_back(port->peer->id);
+          }
+        }
+      }
+      frontier.swap(next);
+    }
+    for (Switch* s : switches_) {
+      const int mine = dist[static_cast<size_t>(s->id)];
+      if (mine == kFar) continue;
+      for (size_t p = 0; p < s->ports.size(); ++p) {
+        if (dist[static_cast<size_t>(s->ports[p]->peer->id)] == mine - 1) s->routes[h].push_back(static_cast<int>(p));
+      }
+    }
+  }
+}
+
+void Network::configureSwitchPorts(const std::function<void(Port&)>& configure) {
+  for (Switch* s : switches_) {
+    for (auto& port : s->ports) configure(*port);
+  }
+}
+
+std::vector<Port*> Network::allPorts() {
+  std::vector<Port*> ports;
+  for (auto& n : nodes_) {
+    for (auto& p : n->ports) ports.push_back(p.get());
+  }
+  return ports;
+}
+
+uint64_t Network::drops() const {
+  uint64_t total = 0;
+  for (const auto& n : nodes_) {
+    for (const auto& p : n->ports) total += p->stats.drops;
+  }
+  return total;
+}
+
+uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picoseconds start, const ControlFactory& control) {
+  const auto id = static_cast<uint32_t>(flows_.size());
+  Flow f;
+  f.result = FlowResult{id, src_host, dst_host, bytes, start, kNever};
+  f.control = control();
+  flows_.push_back(std::move(f));
+  results_.push_back(flows_.back().result);
+  ++unfinished_;
+  events_.schedule(start, hosts_[static_cast<size_t>(src_host)], kStart, id);
+  return id;
+}
+
+void Network::finished(uint32_t id) {
+  Flow& f = flows_[id];
+  if (f.result.finish != kNever) return;
+  f.result.finish = events_.now();
+  results_[id] = f.result;
+  --unfinished_;
+}
+
+bool Network::run(Picoseconds end) {
+  while (unfinished_ > 0 && events_.step(end)) {
+  }
+  return unfinished_ == 0;
+}
+
+uint64_t Network::park(const Packet& p) {
+  if (free_slots_.empty()) {
+    parked_.push_back(p);
+    return parked_.size() - 1;
+  }
+  const uint64_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  parked_[slot] = p;
+  return slot;
+}
+
+Packet Network::unpark(uint64_t slot) {
+  free_slots_.push_back(slot);
+  return parked_[slot];
+}
+
+}  // namespace megascale::congestion::sim

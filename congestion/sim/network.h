@@ -1,0 +1,190 @@
+// The simulated network: hosts (one NIC each; a MegaScale server with 8 rails is 8 hosts), output-queued switches
+// with ECN marking and drop-tail buffers, full-duplex links (rate, propagation delay), shortest-path routing with
+// ECMP by flow hash, and flows driven by any SenderControl (per-packet ACKs carrying the send time and the ECN
+// echo; CNPs paced by the receiver). ACKs and CNPs use a strict-priority control queue on every port.
+//
+// Not yet (issue 6 continues): PFC, loss recovery (buffers are sized to be lossless in the validations so far;
+// a drop is counted and the flow then never completes), packet spraying, collectives.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "congestion/cnp_generator.h"
+#include "congestion/ecn_marking.h"
+#include "congestion/sim/event_queue.h"
+
+namespace megascale::congestion::sim {
+
+enum class PacketKind : uint8_t { kData, kAck, kCnp };
+
+struct Packet {
+  PacketKind kind = PacketKind::kData;
+  bool ecn = false;       // data: marked on the way; ACK: the echo
+  uint32_t wire_bytes = 0;
+  uint32_t payload = 0;   // data bytes carried (echoed in the ACK)
+  uint32_t flow = 0;
+  int src = 0, dst = 0;   // host indices
+  Picoseconds sent_at = 0;  // data: when the sender sent it (echoed for the RTT)
+};
+
+struct PortStats {
+  uint64_t tx_bytes = 0, marks = 0, drops = 0;
+  uint64_t max_queue_bytes = 0;
+};
+
+class Network;
+class Node;
+
+class Port : public EventHandler {
+ public:
+  Port(Network& net, Node& owner, int index, double rate_bps, Picoseconds delay)
+      : net_(net), owner_(owner), index_(index), rate_bps_(rate_bps), delay_(delay) {}
+  void enqueue(const Packet& p);
+  void onEvent(int kind, uint64_t arg) override;
+
+  Node* peer = nullptr;
+  int peer_port = -1;
+  bool marks_ecn = false;
+  EcnThresholds ecn;
+  uint64_t buffer_bytes = UINT64_MAX;  // drop-tail limit of the data queue
+  PortStats stats;
+  uint64_t dataQueueBytes() const { return data_bytes_; }
+  bool dataQueueEmpty() const { return data_.empty(); }
+  double rateBps() const { return rate_bps_; }
+
+ private:
+  void startNext();
+
+  Network& net_;
+  Node& owner_;
+  int index_;
+  double rate_bps_;
+  Picoseconds delay_;
+  std::deque<Packet> control_, data_;
+  uint64_t data_bytes_ = 0;
+  bool busy_ = false;
+};
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  virtual void receive(const Packet& p, int in_port) = 0;
+  /// A port finished sending and its data queue is empty.
+  virtual void onPortIdle(int) {}
+  std::vector<std::unique_ptr<Port>> ports;
+  int id = 0;
+};
+
+class Switch : public Node {
+ public:
+  explicit Switch(uint64_t salt) : salt_(salt) {}
+  void receive(const Packet& p, int in_port) override;
+  std::vector<std::vector<int>> routes;  // per destination host: the ports on a shortest path
+
+ private:
+  uint64_t salt_;
+};
+
+struct FlowResult {
+  uint32_t id = 0;
+  int src = 0, dst = 0;
+  uint64_t bytes = 0;
+  Picoseconds start = 0, finish = kNever;
+};
+
+using ControlFactory = std::function<std::unique_ptr<SenderControl>()>;
+
+class Host : public Node, public EventHandler {
+ public:
+  Host(Network& net, int index) : net_(net), index_(index) {}
+  void receive(const Packet& p, int in_port) override;
+  void onPortIdle(int) override { trySend(); }
+  void onEvent(int kind, uint64_t arg) override;
+  void startFlow(uint32_t flow);
+
+ private:
+  void trySend();
+  void armTimer(uint32_t flow);
+
+  Network& net_;
+  int index_;
+  std::vector<uint32_t> active_;  // flows sending from here
+  size_t next_ = 0;               // round-robin position
+  bool wake_scheduled_ = false;
+  Picoseconds wake_at_ = kNever;
+  std::vector<std::pair<uint32_t, CnpGenerator>> cnp_;  // per incoming flow (few per host)
+};
+
+struct NetworkParams {
+  uint32_t mtu_payload = 4096;
+  uint32_t header_bytes = 64;   // per data packet on the wire
+  uint32_t control_bytes = 64;  // ACK and CNP size
+  Picoseconds cnp_interval = 50 * kMicrosecond;
+  uint64_t seed = 1;
+};
+
+class Network {
+ public:
+  explicit Network(const NetworkParams& params = {}) : params_(params), rng_(params.seed) {}
+
+  int addHost();
+  int addSwitch();
+  /// A full-duplex link between two nodes (by node id).
+  void connect(int a, int b, double rate_bps, Picoseconds delay);
+  /// Shortest paths from every switch to every host (call after the last connect).
+  void computeRoutes();
+  /// Marking and buffer of every switch port (hosts do not mark).
+  void configureSwitchPorts(const std::function<void(Port&)>& configure);
+
+  uint32_t addFlow(int src_host, int dst_host, uint64_t bytes, Picoseconds start, const ControlFactory& control);
+  /// Runs until every flow has finished or `end`; returns whether all finished.
+  bool run(Picoseconds end = kNever);
+
+  const std::vector<FlowResult>& results() const { return results_; }
+  EventQueue& events() { return events_; }
+  const NetworkParams& params() const { return params_; }
+  int hostCount() const { return static_cast<int>(hosts_.size()); }
+  Node& node(int id) { return *nodes_[static_cast<size_t>(id)]; }
+  Host& host(int index) { return *hosts_[static_cast<size_t>(index)]; }
+  int hostNode(int index) const { return host_nodes_[static_cast<size_t>(index)]; }
+  std::vector<Port*> allPorts();
+  uint64_t drops() const;
+
+  // For Port and Host:
+  uint64_t park(const Packet& p);  // an in-flight packet's slot, carried as an event argument
+  Packet unpark(uint64_t slot);
+  double uniform() { return std::uniform_real_distribution<double>(0, 1)(rng_); }
+
+  struct Flow {
+    FlowResult result;
+    std::unique_ptr<SenderControl> control;
+    uint64_t sent = 0, acked = 0;
+    uint32_t in_flight = 0;
+    Picoseconds next_send = 0;
+    Picoseconds timer_armed = kNever;
+  };
+  Flow& flow(uint32_t id) { return flows_[id]; }
+  void finished(uint32_t id);
+
+ private:
+  NetworkParams params_;
+  EventQueue events_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Host*> hosts_;
+  std::vector<int> host_nodes_;
+  std::vector<Switch*> switches_;
+  std::vector<Flow> flows_;
+  std::vector<FlowResult> results_;
+  size_t unfinished_ = 0;
+  std::vector<Packet> parked_;
+  std::vector<uint64_t> free_slots_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace megascale::congestion::sim
