@@ -22,11 +22,11 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer: a flow's ECMP choice per 
 
 // ---------------------------------------------------------------------------------------------- ports
 
-void Port::enqueue(const Packet& p) {
+bool Port::enqueue(const Packet& p) {
   if (p.kind == PacketKind::kData) {
     if (data_bytes_ + p.wire_bytes > buffer_bytes) {
       ++stats.drops;
-      return;
+      return false;
     }
     data_.push_back(p);
     data_bytes_ += p.wire_bytes;
@@ -35,6 +35,19 @@ void Port::enqueue(const Packet& p) {
     control_.push_back(p);
   }
   if (!busy_) startNext();
+  return true;
+}
+
+void Port::setPaused(bool paused) {
+  if (paused == paused_) return;
+  const Picoseconds now = net_.events().now();
+  paused_ = paused;
+  if (paused) {
+    paused_since_ = now;
+    return;
+  }
+  stats.paused_time += now - paused_since_;
+  if (!busy_) startNext();
 }
 
 void Port::startNext() {
@@ -42,10 +55,11 @@ void Port::startNext() {
   if (!control_.empty()) {  // ACKs and CNPs first (strict priority)
     p = control_.front();
     control_.pop_front();
-  } else if (!data_.empty()) {
+  } else if (!data_.empty() && !paused_) {
     p = data_.front();
     data_.pop_front();
     data_bytes_ -= p.wire_bytes;
+    owner_.onDataDequeued(p);
     // Marked at dequeue, on the queue the packet leaves behind (as the HPCC simulator's switch does).
     if (marks_ecn && !p.ecn && shouldMark(data_bytes_, ecn, net_.uniform())) {
       p.ecn = true;
@@ -75,11 +89,51 @@ void Port::onEvent(int kind, uint64_t arg) {
 
 // ---------------------------------------------------------------------------------------------- switches
 
-void Switch::receive(const Packet& p, int) {
-  const std::vector<int>& candidates = routes[static_cast<size_t>(p.dst)];
+void Switch::sendPfc(int port, PacketKind kind) {
+  Packet frame;
+  frame.kind = kind;
+  frame.wire_bytes = 64;
+  ports[static_cast<size_t>(port)]->enqueue(frame);
+  if (kind == PacketKind::kPause) ++ports[static_cast<size_t>(port)]->stats.pauses_sent;
+}
+
+void Switch::receive(const Packet& arrived, int in_port) {
+  if (arrived.kind == PacketKind::kPause || arrived.kind == PacketKind::kResume) {
+    ports[static_cast<size_t>(in_port)]->setPaused(arrived.kind == PacketKind::kPause);
+    return;
+  }
+  const std::vector<int>& candidates = routes[static_cast<size_t>(arrived.dst)];
   if (candidates.empty()) return;  // unreachable: computeRoutes found no path
-  const size_t pick = candidates.size() == 1 ? 0 : mix(p.flow * 0x9e3779b97f4a7c15ull ^ salt_) % candidates.size();
-  ports[static_cast<size_t>(candidates[pick])]->enqueue(p);
+  size_t pick = 0;
+  if (candidates.size() > 1) {
+    pick = net_.params().spraying && arrived.kind == PacketKind::kData
+               ? mix(++sprayed_ ^ salt_) % candidates.size()
+               : mix(arrived.flow * 0x9e3779b97f4a7c15ull ^ salt_) % candidates.size();
+  }
+  Packet p = arrived;
+  p.in_port = in_port;
+  const bool accepted = ports[static_cast<size_t>(candidates[pick])]->enqueue(p);
+  if (!accepted || p.kind != PacketKind::kData || !net_.params().pfc) return;
+  if (ingress_bytes_.empty()) {
+    ingress_bytes_.assign(ports.size(), 0);
+    pausing_.assign(ports.size(), false);
+  }
+  const auto in = static_cast<size_t>(in_port);
+  ingress_bytes_[in] += p.wire_bytes;
+  if (!pausing_[in] && ingress_bytes_[in] > net_.params().pfc_pause_bytes) {
+    pausing_[in] = true;
+    sendPfc(in_port, PacketKind::kPause);
+  }
+}
+
+void Switch::onDataDequeued(const Packet& p) {
+  if (!net_.params().pfc || p.in_port < 0 || ingress_bytes_.empty()) return;
+  const auto in = static_cast<size_t>(p.in_port);
+  ingress_bytes_[in] -= p.wire_bytes;
+  if (pausing_[in] && ingress_bytes_[in] < net_.params().pfc_resume_bytes) {
+    pausing_[in] = false;
+    sendPfc(p.in_port, PacketKind::kResume);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------- hosts
@@ -180,6 +234,10 @@ void Host::receive(const Packet& p, int) {
       net_.flow(p.flow).control->onCnp(now);
       armTimer(p.flow);
       break;
+    case PacketKind::kPause:
+    case PacketKind::kResume:
+      nic.setPaused(p.kind == PacketKind::kPause);
+      break;
   }
 }
 
@@ -211,7 +269,7 @@ int Network::addHost() {
 }
 
 int Network::addSwitch() {
-  auto s = std::make_unique<Switch>(mix(params_.seed * 1000003 + switches_.size()));
+  auto s = std::make_unique<Switch>(*this, mix(params_.seed * 1000003 + switches_.size()));
   s->id = static_cast<int>(nodes_.size());
   switches_.push_back(s.get());
   nodes_.push_back(std::move(s));

@@ -3,8 +3,8 @@
 // ECMP by flow hash, and flows driven by any SenderControl (per-packet ACKs carrying the send time and the ECN
 // echo; CNPs paced by the receiver). ACKs and CNPs use a strict-priority control queue on every port.
 //
-// Not yet (issue 6 continues): PFC, loss recovery (buffers are sized to be lossless in the validations so far;
-// a drop is counted and the flow then never completes), packet spraying, collectives.
+// Lossless mode: PFC per ingress port on the data priority. Optional per-packet spraying.
+// Not yet (issue 6 continues): loss recovery (a drop is counted and its flow then never completes), collectives.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@
 
 namespace megascale::congestion::sim {
 
-enum class PacketKind : uint8_t { kData, kAck, kCnp };
+enum class PacketKind : uint8_t { kData, kAck, kCnp, kPause, kResume };
 
 struct Packet {
   PacketKind kind = PacketKind::kData;
@@ -31,11 +31,14 @@ struct Packet {
   uint32_t flow = 0;
   int src = 0, dst = 0;   // host indices
   Picoseconds sent_at = 0;  // data: when the sender sent it (echoed for the RTT)
+  int in_port = -1;         // inside a switch: the port it came in by (PFC accounts per ingress port)
 };
 
 struct PortStats {
   uint64_t tx_bytes = 0, marks = 0, drops = 0;
   uint64_t max_queue_bytes = 0;
+  uint64_t pauses_sent = 0;      // PFC PAUSE frames this port sent upstream
+  Picoseconds paused_time = 0;   // how long this port's data was held by the peer's PAUSE
 };
 
 class Network;
@@ -45,8 +48,11 @@ class Port : public EventHandler {
  public:
   Port(Network& net, Node& owner, int index, double rate_bps, Picoseconds delay)
       : net_(net), owner_(owner), index_(index), rate_bps_(rate_bps), delay_(delay) {}
-  void enqueue(const Packet& p);
+  /// False when the data queue's drop-tail limit refused the packet.
+  bool enqueue(const Packet& p);
   void onEvent(int kind, uint64_t arg) override;
+  /// PFC: the peer asks this port to stop (or resume) sending data; control packets still flow.
+  void setPaused(bool paused);
 
   Node* peer = nullptr;
   int peer_port = -1;
@@ -69,6 +75,8 @@ class Port : public EventHandler {
   std::deque<Packet> control_, data_;
   uint64_t data_bytes_ = 0;
   bool busy_ = false;
+  bool paused_ = false;
+  Picoseconds paused_since_ = 0;
 };
 
 class Node {
@@ -77,18 +85,27 @@ class Node {
   virtual void receive(const Packet& p, int in_port) = 0;
   /// A port finished sending and its data queue is empty.
   virtual void onPortIdle(int) {}
+  /// A data packet left one of this node's queues for the wire.
+  virtual void onDataDequeued(const Packet&) {}
   std::vector<std::unique_ptr<Port>> ports;
   int id = 0;
 };
 
 class Switch : public Node {
  public:
-  explicit Switch(uint64_t salt) : salt_(salt) {}
+  Switch(Network& net, uint64_t salt) : net_(net), salt_(salt) {}
   void receive(const Packet& p, int in_port) override;
+  void onDataDequeued(const Packet& p) override;
   std::vector<std::vector<int>> routes;  // per destination host: the ports on a shortest path
 
  private:
+  void sendPfc(int port, PacketKind kind);
+
+  Network& net_;
   uint64_t salt_;
+  uint64_t sprayed_ = 0;
+  std::vector<uint64_t> ingress_bytes_;  // PFC: data bytes queued here per ingress port
+  std::vector<bool> pausing_;            // PFC: ingress ports whose upstream we have paused
 };
 
 struct FlowResult {
@@ -127,6 +144,13 @@ struct NetworkParams {
   uint32_t control_bytes = 64;  // ACK and CNP size
   Picoseconds cnp_interval = 50 * kMicrosecond;
   uint64_t seed = 1;
+  /// Per-packet spraying over all shortest paths instead of ECMP by flow.
+  bool spraying = false;
+  /// PFC (lossless mode): a switch pauses an upstream port when the data it has queued from that port exceeds
+  /// pfc_pause_bytes, and resumes it below pfc_resume_bytes.
+  bool pfc = false;
+  uint64_t pfc_pause_bytes = 256 * 1024;
+  uint64_t pfc_resume_bytes = 128 * 1024;
 };
 
 class Network {
