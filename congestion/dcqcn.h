@@ -31,22 +31,18 @@ struct DcqcnParams {
   static DcqcnParams firmware(double line_rate_bps);
 };
 
-class Dcqcn : public SenderControl {
+class Dcqcn : public RateControl {
  public:
   explicit Dcqcn(const DcqcnParams& params);
   const char* name() const override { return "dcqcn"; }
 
-  void onAck(const AckEvent&) override {}  // DCQCN hears congestion through CNPs only
+  // DCQCN hears congestion through CNPs only: ACKs, losses and timeouts leave the rate alone.
   void onCnp(Picoseconds now) override;
   void onSent(Picoseconds now, uint64_t bytes) override;
-  void onLoss(Picoseconds) override {}
-  void onTimeout(Picoseconds) override {}
   Picoseconds nextTimer() const override;
   void onTimer(Picoseconds now) override;
 
   double rateBps() const override { return current_; }
-  double windowPackets() const override { return std::numeric_limits<double>::infinity(); }
-  Picoseconds pacingGap(uint32_t packet_bytes) const override { return serializationTime(packet_bytes, current_); }
 
   double targetRateBps() const { return target_; }
   /// alpha as of `now` (its decay is applied lazily, so no per-microsecond event is needed).

@@ -35,18 +35,19 @@ class SenderControl {
   virtual ~SenderControl() = default;
   virtual const char* name() const = 0;
 
-  virtual void onAck(const AckEvent& ack) = 0;
+  // Events; an algorithm overrides those it listens to.
+  virtual void onAck(const AckEvent&) {}
   /// A congestion notification packet from the receiver (RoCE's CNP).
-  virtual void onCnp(Picoseconds now) = 0;
-  virtual void onSent(Picoseconds now, uint64_t bytes) = 0;
+  virtual void onCnp(Picoseconds) {}
+  virtual void onSent(Picoseconds, uint64_t) {}
   /// Loss seen before a timeout: a NACK or a fast retransmit.
-  virtual void onLoss(Picoseconds now) = 0;
+  virtual void onLoss(Picoseconds) {}
   /// The retransmission timer fired.
-  virtual void onTimeout(Picoseconds now) = 0;
+  virtual void onTimeout(Picoseconds) {}
 
   /// When onTimer must next be called; kNever when no timer is armed.
-  virtual Picoseconds nextTimer() const = 0;
-  virtual void onTimer(Picoseconds now) = 0;
+  virtual Picoseconds nextTimer() const { return kNever; }
+  virtual void onTimer(Picoseconds) {}
 
   /// Sending rate in bits per second (the line rate for a window-only control).
   virtual double rateBps() const = 0;
@@ -54,6 +55,13 @@ class SenderControl {
   virtual double windowPackets() const = 0;
   /// The gap to leave between the starts of two packets of `packet_bytes`.
   virtual Picoseconds pacingGap(uint32_t packet_bytes) const = 0;
+};
+
+/// A control that sets a rate and no window: packets leave one serialization time at that rate apart.
+class RateControl : public SenderControl {
+ public:
+  double windowPackets() const override { return std::numeric_limits<double>::infinity(); }
+  Picoseconds pacingGap(uint32_t packet_bytes) const override { return serializationTime(packet_bytes, rateBps()); }
 };
 
 }  // namespace megascale::congestion

@@ -29,13 +29,9 @@ class Swift : public SenderControl {
   explicit Swift(const SwiftParams& params);
   const char* name() const override { return "swift"; }
 
-  void onAck(const AckEvent& ack) override;
-  void onCnp(Picoseconds) override {}
-  void onSent(Picoseconds, uint64_t) override {}
+  void onAck(const AckEvent& ack) override;  // ECN and CNPs are not Swift's signals
   void onLoss(Picoseconds now) override;
   void onTimeout(Picoseconds now) override;
-  Picoseconds nextTimer() const override { return kNever; }
-  void onTimer(Picoseconds) override {}
 
   double rateBps() const override { return p_.line_rate_bps; }
   double windowPackets() const override { return cwnd_; }

@@ -19,23 +19,14 @@ struct TimelyParams {
   int hai_threshold = 5;                    // falling gradients in a row before N = 5
 };
 
-class Timely : public SenderControl {
+class Timely : public RateControl {
  public:
   explicit Timely(const TimelyParams& params) : p_(params), rate_(params.line_rate_bps) {}
   const char* name() const override { return "timely"; }
 
   /// One completion event (an ACK carrying an RTT sample).
   void onAck(const AckEvent& ack) override;
-  void onCnp(Picoseconds) override {}
-  void onSent(Picoseconds, uint64_t) override {}
-  void onLoss(Picoseconds) override {}
-  void onTimeout(Picoseconds) override {}
-  Picoseconds nextTimer() const override { return kNever; }
-  void onTimer(Picoseconds) override {}
-
   double rateBps() const override { return rate_; }
-  double windowPackets() const override { return std::numeric_limits<double>::infinity(); }
-  Picoseconds pacingGap(uint32_t packet_bytes) const override { return serializationTime(packet_bytes, rate_); }
   double normalizedGradient() const { return avg_diff_ / static_cast<double>(p_.min_rtt); }
 
  private:

@@ -15,7 +15,7 @@ struct Probe {
 };
 
 Probe runProbe(const std::string& environment) {
-  const std::string command = "env " + environment + " " MEGASCALE_INIT_PROBE_PATH " " MEGASCALE_NCCL_PLUGIN_PATH " 2>&1";
+  const std::string command = "env " + environment + " " MEGASCALE_HELPER_PATH " " MEGASCALE_NCCL_PLUGIN_PATH " 2>&1";
   Probe probe;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return probe;

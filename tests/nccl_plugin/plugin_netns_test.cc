@@ -43,7 +43,7 @@ TEST(PluginTwoHosts, APulledCableFailsBothSidesWithinTheTimeout) {
   const std::string size = std::to_string(size_t{1} << 30);
   auto peer = [&](int host, const std::string& args) {
     return net.on(host, "env MEGASCALE_NET_IF==" + net.interface(host) + " MEGASCALE_TIMEOUT_MS=2000 " +
-                            MEGASCALE_NETNS_PEER_PATH " " MEGASCALE_NCCL_PLUGIN_PATH " " + args);
+                            MEGASCALE_HELPER_PATH " " MEGASCALE_NCCL_PLUGIN_PATH " " + args);
   };
   Peer receiver(peer(0, "recv " + size));
   const std::string handle = receiver.line();
