@@ -51,6 +51,7 @@ class EventQueue {
   Picoseconds now() const { return now_; }
   uint64_t processed() const { return processed_; }
   bool empty() const { return heap_.empty(); }
+  size_t pending() const { return heap_.size(); }
 
  private:
   struct Event {

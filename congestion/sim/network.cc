@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace megascale::congestion::sim {
 
@@ -97,12 +98,23 @@ void Switch::sendPfc(int port, PacketKind kind) {
   if (kind == PacketKind::kPause) ++ports[static_cast<size_t>(port)]->stats.pauses_sent;
 }
 
+void Switch::setRoutes(const std::vector<std::vector<int>>& per_destination) {
+  route_lists_.clear();
+  route_of_.assign(per_destination.size(), 0);
+  std::map<std::vector<int>, uint32_t> known;
+  for (size_t dst = 0; dst < per_destination.size(); ++dst) {
+    auto [it, added] = known.emplace(per_destination[dst], static_cast<uint32_t>(route_lists_.size()));
+    if (added) route_lists_.push_back(per_destination[dst]);
+    route_of_[dst] = it->second;
+  }
+}
+
 void Switch::receive(const Packet& arrived, int in_port) {
   if (arrived.kind == PacketKind::kPause || arrived.kind == PacketKind::kResume) {
     ports[static_cast<size_t>(in_port)]->setPaused(arrived.kind == PacketKind::kPause);
     return;
   }
-  const std::vector<int>& candidates = routes[static_cast<size_t>(arrived.dst)];
+  const std::vector<int>& candidates = route(arrived.dst);
   if (candidates.empty()) return;  // unreachable: computeRoutes found no path
   size_t pick = 0;
   if (candidates.size() > 1) {
@@ -290,7 +302,7 @@ void Network::connect(int a, int b, double rate_bps, Picoseconds delay) {
 
 void Network::computeRoutes() {
   constexpr int kFar = std::numeric_limits<int>::max();
-  for (Switch* s : switches_) s->routes.assign(hosts_.size(), {});
+  std::vector<std::vector<std::vector<int>>> routes(switches_.size(), std::vector<std::vector<int>>(hosts_.size()));
   std::vector<int> dist(nodes_.size()), frontier, next;
   for (size_t h = 0; h < hosts_.size(); ++h) {
     std::fill(dist.begin(), dist.end(), kFar);
@@ -310,14 +322,16 @@ void Network::computeRoutes() {
       }
       frontier.swap(next);
     }
-    for (Switch* s : switches_) {
+    for (size_t i = 0; i < switches_.size(); ++i) {
+      const Switch* s = switches_[i];
       const int mine = dist[static_cast<size_t>(s->id)];
       if (mine == kFar) continue;
       for (size_t p = 0; p < s->ports.size(); ++p) {
-        if (dist[static_cast<size_t>(s->ports[p]->peer->id)] == mine - 1) s->routes[h].push_back(static_cast<int>(p));
+        if (dist[static_cast<size_t>(s->ports[p]->peer->id)] == mine - 1) routes[i][h].push_back(static_cast<int>(p));
       }
     }
   }
+  for (size_t i = 0; i < switches_.size(); ++i) switches_[i]->setRoutes(routes[i]);
 }
 
 void Network::configureSwitchPorts(const std::function<void(Port&)>& configure) {
@@ -332,6 +346,19 @@ std::vector<Port*> Network::allPorts() {
     for (auto& p : n->ports) ports.push_back(p.get());
   }
   return ports;
+}
+
+std::vector<const Port*> Network::path(int src, int dst) {
+  std::vector<const Port*> hops;
+  const Port* port = hosts_[static_cast<size_t>(src)]->ports[0].get();
+  while (port != nullptr && hops.size() <= nodes_.size()) {
+    hops.push_back(port);
+    if (port->peer == &node(hostNode(dst))) return hops;
+    const auto* s = dynamic_cast<const Switch*>(port->peer);
+    if (s == nullptr || s->route(dst).empty()) return {};
+    port = s->ports[static_cast<size_t>(s->route(dst).front())].get();
+  }
+  return {};
 }
 
 uint64_t Network::drops() const {

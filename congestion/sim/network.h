@@ -63,6 +63,7 @@ class Port : public EventHandler {
   uint64_t dataQueueBytes() const { return data_bytes_; }
   bool dataQueueEmpty() const { return data_.empty(); }
   double rateBps() const { return rate_bps_; }
+  Picoseconds delay() const { return delay_; }
 
  private:
   void startNext();
@@ -96,7 +97,11 @@ class Switch : public Node {
   Switch(Network& net, uint64_t salt) : net_(net), salt_(salt) {}
   void receive(const Packet& p, int in_port) override;
   void onDataDequeued(const Packet& p) override;
-  std::vector<std::vector<int>> routes;  // per destination host: the ports on a shortest path
+  /// The ports on a shortest path to host `dst` (empty when unreachable).
+  const std::vector<int>& route(int dst) const { return route_lists_[route_of_[static_cast<size_t>(dst)]]; }
+  /// Sets every destination's ports; destinations with the same ports share one list (all hosts behind one
+  /// remote switch do), so a switch's table is 4 bytes per host and stays in cache.
+  void setRoutes(const std::vector<std::vector<int>>& per_destination);
 
  private:
   void sendPfc(int port, PacketKind kind);
@@ -104,6 +109,8 @@ class Switch : public Node {
   Network& net_;
   uint64_t salt_;
   uint64_t sprayed_ = 0;
+  std::vector<uint32_t> route_of_;              // per destination host: index into route_lists_
+  std::vector<std::vector<int>> route_lists_;
   std::vector<uint64_t> ingress_bytes_;  // PFC: data bytes queued here per ingress port
   std::vector<bool> pausing_;            // PFC: ingress ports whose upstream we have paused
 };
@@ -178,6 +185,9 @@ class Network {
   Host& host(int index) { return *hosts_[static_cast<size_t>(index)]; }
   int hostNode(int index) const { return host_nodes_[static_cast<size_t>(index)]; }
   std::vector<Port*> allPorts();
+  /// The egress ports a packet from host `src` to host `dst` crosses (the first of equal-cost choices); empty
+  /// when unreachable.
+  std::vector<const Port*> path(int src, int dst);
   uint64_t drops() const;
 
   // For Port and Host:
