@@ -125,3 +125,27 @@ TEST(Metrics, PercentilesAndSlowdownBins) {
 
 }  // namespace
 }  // namespace megascale::congestion::sim
+
+namespace megascale::congestion::sim {
+namespace {
+
+TEST(Topology, RailOptimizedKeepsSameRailTrafficBelowTheCores) {
+  Network net;
+  RailSpec spec;  // 16 servers x 8 rails, groups of 4, 2 aggregations per rail, 2 cores
+  const RailOptimized t = buildRailOptimized(net, spec);
+  EXPECT_EQ(net.hostCount(), 128);
+  EXPECT_EQ(t.tors.size(), 32u);  // 4 groups x 8 rails
+  EXPECT_EQ(t.aggregations.size(), 16u);
+  const int rails = spec.rails;
+  EXPECT_EQ(net.path(0 * rails + 3, 1 * rails + 3).size(), 2u);  // same group, same rail: through the ToR
+  EXPECT_EQ(net.path(0 * rails + 3, 4 * rails + 3).size(), 4u);  // same rail, other group: via the rail's plane
+  EXPECT_EQ(net.path(0 * rails + 3, 4 * rails + 5).size(), 6u);  // another rail: via a core
+  EXPECT_DOUBLE_EQ(railOversubscription(spec), 4 * 200e9 / (2 * 400e9));
+  RailSpec bad = spec;
+  bad.servers = 10;  // not a multiple of the group size
+  Network other;
+  EXPECT_THROW(buildRailOptimized(other, bad), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace megascale::congestion::sim
