@@ -387,6 +387,7 @@ void Network::finished(uint32_t id) {
   f.result.finish = events_.now();
   results_[id] = f.result;
   --unfinished_;
+  if (on_flow_done) on_flow_done(id);
 }
 
 bool Network::run(Picoseconds end) {

@@ -205,6 +205,8 @@ class Network {
   };
   Flow& flow(uint32_t id) { return flows_[id]; }
   void finished(uint32_t id);
+  /// Called when a flow's last byte is acknowledged (collective replays start their next steps from it).
+  std::function<void(uint32_t flow)> on_flow_done;
 
  private:
   NetworkParams params_;
