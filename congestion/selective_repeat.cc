@@ -26,17 +26,33 @@ AckOutcome SelectiveRepeat::onAck(uint64_t seq, Picoseconds now) {
   return out;
 }
 
-std::vector<uint64_t> SelectiveRepeat::lost(Picoseconds now, Picoseconds rto) {
+std::vector<uint64_t> SelectiveRepeat::overtaken() {
   std::vector<uint64_t> resend;
-  for (auto& [seq, p] : outstanding_) {
-    const bool overtaken = any_acked_ && !p.fast_retransmitted &&
-                           highest_acked_ >= p.last_sent_before + static_cast<uint64_t>(reorder_threshold_);
-    const bool timed_out = now - p.sent_at >= rto;
-    if (overtaken || timed_out) {
-      if (overtaken) p.fast_retransmitted = true;
-      resend.push_back(seq);
+  if (!any_acked_) return resend;
+  const auto threshold = static_cast<uint64_t>(reorder_threshold_);
+  for (auto it = outstanding_.begin(); it != outstanding_.end() && it->first + threshold <= highest_acked_; ++it) {
+    Packet& p = it->second;
+    if (!p.fast_retransmitted && highest_acked_ >= p.last_sent_before + threshold) {
+      p.fast_retransmitted = true;
+      resend.push_back(it->first);
     }
   }
+  return resend;
+}
+
+std::vector<uint64_t> SelectiveRepeat::timedOut(Picoseconds now, Picoseconds rto) const {
+  std::vector<uint64_t> resend;
+  for (const auto& [seq, p] : outstanding_) {
+    if (now - p.sent_at >= rto) resend.push_back(seq);
+  }
+  return resend;
+}
+
+std::vector<uint64_t> SelectiveRepeat::lost(Picoseconds now, Picoseconds rto) {
+  std::vector<uint64_t> resend = overtaken();
+  for (uint64_t seq : timedOut(now, rto)) resend.push_back(seq);
+  std::sort(resend.begin(), resend.end());
+  resend.erase(std::unique(resend.begin(), resend.end()), resend.end());
   return resend;
 }
 

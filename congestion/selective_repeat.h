@@ -27,8 +27,14 @@ class SelectiveRepeat {
   /// First transmission or retransmission of `seq`.
   void onSend(uint64_t seq, Picoseconds now);
   AckOutcome onAck(uint64_t seq, Picoseconds now);
-  /// Packets to resend now, oldest first; each counts as sent again only when onSend is called for it.
+  /// Packets to resend now, oldest first: overtaken or timed out. Each counts as sent again only when onSend is
+  /// called for it.
   std::vector<uint64_t> lost(Picoseconds now, Picoseconds rto);
+  /// Only the overtaken ones (fast retransmit). Cheap enough for every ACK: it looks only at packets that
+  /// `reorder_threshold` later ones can have passed.
+  std::vector<uint64_t> overtaken();
+  /// Only those unacknowledged for `rto` (a scan of everything outstanding: for the retransmit timer).
+  std::vector<uint64_t> timedOut(Picoseconds now, Picoseconds rto) const;
   /// The earliest time a timeout can fire for the outstanding packets, kNever if none.
   Picoseconds nextTimeout(Picoseconds rto) const;
 

@@ -202,11 +202,12 @@ int run(const Options& o) {
   for (const std::string& name : o.controls) controlNamed(name, o.rate_gbps * 1e9);  // refuse typos before running
   std::printf("# megascale-sim: %s, %s, cc %zu control(s), %s%s\n", o.topology.c_str(), o.workload.c_str(),
               o.controls.size(), o.pfc ? "PFC" : "no PFC", o.spray ? ", spraying" : ", ECMP");
-  std::printf("# %-12s %8s %10s %10s %10s %10s %10s %8s %12s %10s\n", "cc", "flows", "done", "p50 slow", "p99 slow",
-              "max FCT us", "busbw GB/s", "drops", "events", "Mevents/s");
+  std::printf("# %-12s %8s %10s %10s %10s %10s %10s %8s %8s %12s %10s\n", "cc", "flows", "done", "p50 slow",
+              "p99 slow", "max FCT us", "busbw GB/s", "drops", "resent", "events", "Mevents/s");
   for (const std::string& name : o.controls) {
     NetworkParams params;
     params.pfc = o.pfc;
+    if (o.pfc) params.rto.min = 10 * kMillisecond;  // lossless: only a real fault should time out
     params.spraying = o.spray;
     params.seed = o.seed;
     Network net(params);
@@ -229,9 +230,11 @@ int run(const Options& o) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
     size_t done = 0;
+    uint64_t resent = 0;
     double max_fct = 0;
     std::vector<double> slowdowns;
     for (const FlowResult& r : net.results()) {
+      resent += r.retransmissions;
       if (r.finish == kNever) continue;
       ++done;
       const double fct = static_cast<double>(r.finish - r.start);
@@ -239,9 +242,10 @@ int run(const Options& o) {
       slowdowns.push_back(std::max(1.0, fct / static_cast<double>(idealFct(net, r.src, r.dst, r.bytes))));
     }
     const uint64_t events = net.events().processed();
-    std::printf("  %-12s %8zu %10zu %10.2f %10.2f %10.1f %10.2f %8llu %12llu %10.2f\n", name.c_str(),
+    std::printf("  %-12s %8zu %10zu %10.2f %10.2f %10.1f %10.2f %8llu %8llu %12llu %10.2f\n", name.c_str(),
                 net.results().size(), done, percentile(slowdowns, 50), percentile(slowdowns, 99), max_fct, busbw,
-                static_cast<unsigned long long>(net.drops()), static_cast<unsigned long long>(events),
+                static_cast<unsigned long long>(net.drops()), static_cast<unsigned long long>(resent),
+                static_cast<unsigned long long>(events),
                 seconds > 0 ? events / seconds / 1e6 : 0.0);
     if (!o.csv.empty()) {
       std::ofstream out(o.csv);

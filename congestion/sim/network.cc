@@ -9,7 +9,7 @@ namespace megascale::congestion::sim {
 namespace {
 
 enum PortEvent { kTxDone = 0, kArrive = 1 };
-enum HostEvent { kStart = 0, kWake = 1, kTimer = 2 };
+enum HostEvent { kStart = 0, kWake = 1, kTimer = 2, kRetransmit = 3 };
 
 uint64_t mix(uint64_t x) {  // splitmix64's finalizer: a flow's ECMP choice per switch
   x ^= x >> 30;
@@ -75,6 +75,10 @@ void Port::startNext() {
   const Picoseconds wire = serializationTime(p.wire_bytes, rate_bps_);
   stats.tx_bytes += p.wire_bytes;
   net_.events().schedule(now + wire, this, kTxDone);
+  if (down_) {  // sent into a dead link: lost
+    ++stats.drops;
+    return;
+  }
   net_.events().schedule(now + wire + delay_, this, kArrive, net_.park(p));
 }
 
@@ -166,37 +170,52 @@ void Host::armTimer(uint32_t id) {
 }
 
 // Keeps one data packet ready at the NIC: when its queue is empty, the next eligible flow (round robin) sends -
-// eligible when it has data left, room in its window and its pacing gap has passed.
+// eligible when it has a lost packet to resend or new data, room in its window and its pacing gap has passed.
+// Lost packets go before new ones.
 void Host::trySend() {
   Port& nic = *ports[0];
   if (!nic.dataQueueEmpty()) return;
   const Picoseconds now = net_.events().now();
   const NetworkParams& params = net_.params();
   Picoseconds earliest = kNever;
-  std::erase_if(active_, [&](uint32_t id) { return net_.flow(id).sent >= net_.flow(id).result.bytes; });
+  std::erase_if(active_, [&](uint32_t id) { return net_.flow(id).ended(); });
   for (size_t k = 0; k < active_.size(); ++k) {
     const size_t position = (next_ + k) % active_.size();
     const uint32_t id = active_[position];
     Network::Flow& f = net_.flow(id);
+    if (!f.hasDataToSend()) continue;
     if (f.in_flight >= std::max(1.0, f.control->windowPackets())) continue;  // wait for an ACK
     if (f.next_send > now) {
       earliest = std::min(earliest, f.next_send);
       continue;
     }
-    const uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(params.mtu_payload, f.result.bytes - f.sent));
+    uint64_t seq;
+    if (!f.resend.empty()) {
+      seq = f.resend.front();
+      f.resend.pop_front();
+      f.queued[seq] = false;
+      ++f.result.retransmissions;
+    } else {
+      seq = f.next_seq++;
+      f.sent += std::min<uint64_t>(params.mtu_payload, f.result.bytes - seq * params.mtu_payload);
+    }
+    const auto payload =
+        static_cast<uint32_t>(std::min<uint64_t>(params.mtu_payload, f.result.bytes - seq * params.mtu_payload));
     Packet p;
     p.kind = PacketKind::kData;
     p.wire_bytes = payload + params.header_bytes;
     p.payload = payload;
     p.flow = id;
+    p.seq = seq;
     p.src = index_;
     p.dst = f.result.dst;
     p.sent_at = now;
-    f.sent += payload;
     ++f.in_flight;
+    f.reliability.onSend(seq, now);
     f.next_send = now + f.control->pacingGap(p.wire_bytes);
     f.control->onSent(now, p.wire_bytes);
     armTimer(id);
+    armRetransmitTimer(id);
     next_ = position + 1;
     nic.enqueue(p);
     return;
@@ -205,6 +224,82 @@ void Host::trySend() {
     wake_at_ = earliest;
     net_.events().schedule(earliest, this, kWake);
   }
+}
+
+// The retransmit timer runs while anything is outstanding; it is armed for an RTO from now and, when it fires
+// early for the packets then outstanding, re-armed for the oldest one (a scan only once per RTO).
+void Host::armRetransmitTimer(uint32_t id) {
+  Network::Flow& f = net_.flow(id);
+  if (f.retransmit_armed != kNever || f.reliability.outstanding() == 0 || f.ended()) return;
+  f.retransmit_armed = net_.events().now() + f.rto.rto();
+  net_.events().schedule(f.retransmit_armed, this, kRetransmit, id);
+}
+
+void Host::queueLost(uint32_t id, const std::vector<uint64_t>& seqs) {
+  Network::Flow& f = net_.flow(id);
+  for (uint64_t seq : seqs) {
+    if (f.queued[seq]) continue;
+    f.queued[seq] = true;
+    f.resend.push_back(seq);
+    --f.in_flight;  // it left the network
+  }
+}
+
+void Host::onRetransmitTimer(uint32_t id) {
+  Network::Flow& f = net_.flow(id);
+  const Picoseconds now = net_.events().now();
+  if (f.retransmit_armed != now || f.ended()) return;  // superseded
+  f.retransmit_armed = kNever;
+  const std::vector<uint64_t> lost = f.reliability.timedOut(now, f.rto.rto());
+  if (!lost.empty()) {
+    f.control->onTimeout(now);
+    f.rto.onTimeout();
+    f.budget.onTimeout(now);
+    if (f.budget.exhausted(now)) {
+      net_.failed(id);
+      return;
+    }
+    queueLost(id, lost);
+    armTimer(id);
+  }
+  const Picoseconds next = f.reliability.nextTimeout(f.rto.rto());
+  if (next != kNever) {
+    f.retransmit_armed = std::max(next, now + 1);
+    net_.events().schedule(f.retransmit_armed, this, kRetransmit, id);
+  }
+  trySend();
+}
+
+void Host::onAck(const Packet& p) {
+  Network::Flow& f = net_.flow(p.flow);
+  if (f.ended()) return;
+  const Picoseconds now = net_.events().now();
+  const AckOutcome outcome = f.reliability.onAck(p.seq, now);
+  if (!outcome.new_data) return;  // a duplicate (the packet was resent and both copies arrived)
+  if (f.queued[p.seq]) {  // declared lost, then its ACK came after all: no need to resend
+    f.queued[p.seq] = false;
+    f.resend.erase(std::find(f.resend.begin(), f.resend.end(), p.seq));
+  } else {
+    --f.in_flight;
+  }
+  f.acked += p.payload;
+  if (outcome.rtt_valid) f.rto.onSample(outcome.rtt);
+  f.rto.onProgress();
+  f.budget.onProgress();
+  AckEvent event;
+  event.now = now;
+  event.rtt = outcome.rtt_valid ? outcome.rtt : 0;  // Karn: no sample from a resent packet
+  event.acked_bytes = p.payload;
+  event.ecn_echo = p.ecn;
+  f.control->onAck(event);
+  const std::vector<uint64_t> lost = f.reliability.overtaken();
+  if (!lost.empty()) {
+    f.control->onLoss(now);
+    queueLost(p.flow, lost);
+  }
+  armTimer(p.flow);
+  if (f.acked >= f.result.bytes) net_.finished(p.flow);
+  trySend();
 }
 
 void Host::receive(const Packet& p, int) {
@@ -227,21 +322,9 @@ void Host::receive(const Packet& p, int) {
       }
       break;
     }
-    case PacketKind::kAck: {
-      Network::Flow& f = net_.flow(p.flow);
-      f.acked += p.payload;
-      --f.in_flight;
-      AckEvent event;
-      event.now = now;
-      event.rtt = now - p.sent_at;
-      event.acked_bytes = p.payload;
-      event.ecn_echo = p.ecn;
-      f.control->onAck(event);
-      armTimer(p.flow);
-      if (f.acked >= f.result.bytes) net_.finished(p.flow);
-      trySend();
+    case PacketKind::kAck:
+      onAck(p);
       break;
-    }
     case PacketKind::kCnp:
       net_.flow(p.flow).control->onCnp(now);
       armTimer(p.flow);
@@ -260,6 +343,8 @@ void Host::onEvent(int kind, uint64_t arg) {
   } else if (kind == kWake) {
     if (wake_at_ == now) wake_at_ = kNever;
     trySend();
+  } else if (kind == kRetransmit) {
+    onRetransmitTimer(static_cast<uint32_t>(arg));
   } else {
     Network::Flow& f = net_.flow(static_cast<uint32_t>(arg));
     if (f.timer_armed > now) return;  // superseded by an earlier arming
@@ -372,8 +457,13 @@ uint64_t Network::drops() const {
 uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picoseconds start, const ControlFactory& control) {
   const auto id = static_cast<uint32_t>(flows_.size());
   Flow f;
-  f.result = FlowResult{id, src_host, dst_host, bytes, start, kNever};
+  f.result = FlowResult{id, src_host, dst_host, bytes, start, kNever, 0, false};
   f.control = control();
+  f.rto = RtoEstimator(params_.rto);
+  f.budget = RetransmitBudget(params_.give_up_after);
+  f.queued.assign((bytes + params_.mtu_payload - 1) / params_.mtu_payload, false);
+  // Sprayed packets overtake each other by design: only the retransmit timer may declare them lost.
+  f.reliability = SelectiveRepeat(params_.spraying ? 1 << 30 : 3);
   flows_.push_back(std::move(f));
   results_.push_back(flows_.back().result);
   ++unfinished_;
@@ -381,10 +471,19 @@ uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picosecond
   return id;
 }
 
+void Network::failed(uint32_t id) {
+  Flow& f = flows_[id];
+  if (f.ended()) return;
+  f.result.failed = true;
+  results_[id] = f.result;
+  --unfinished_;
+}
+
 void Network::finished(uint32_t id) {
   Flow& f = flows_[id];
   if (f.result.finish != kNever) return;
   f.result.finish = events_.now();
+  f.retransmit_armed = kNever;
   results_[id] = f.result;
   --unfinished_;
   if (on_flow_done) on_flow_done(id);

@@ -3,8 +3,9 @@
 // ECMP by flow hash, and flows driven by any SenderControl (per-packet ACKs carrying the send time and the ECN
 // echo; CNPs paced by the receiver). ACKs and CNPs use a strict-priority control queue on every port.
 //
-// Lossless mode: PFC per ingress port on the data priority. Optional per-packet spraying.
-// Not yet (issue 6 continues): loss recovery (a drop is counted and its flow then never completes), collectives.
+// Lossless mode: PFC per ingress port on the data priority. Optional per-packet spraying. Lossy mode: senders
+// recover with selective repeat (fast retransmit after 3 later ACKs, RTO from RFC 6298 with backoff) and give
+// up after NetworkParams::give_up_after without progress.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,9 @@
 
 #include "congestion/cnp_generator.h"
 #include "congestion/ecn_marking.h"
+#include "congestion/retransmit_budget.h"
+#include "congestion/rto_estimator.h"
+#include "congestion/selective_repeat.h"
 #include "congestion/sim/event_queue.h"
 
 namespace megascale::congestion::sim {
@@ -29,6 +33,7 @@ struct Packet {
   uint32_t wire_bytes = 0;
   uint32_t payload = 0;   // data bytes carried (echoed in the ACK)
   uint32_t flow = 0;
+  uint64_t seq = 0;       // data: packet number within its flow (ACKs echo it)
   int src = 0, dst = 0;   // host indices
   Picoseconds sent_at = 0;  // data: when the sender sent it (echoed for the RTT)
   int in_port = -1;         // inside a switch: the port it came in by (PFC accounts per ingress port)
@@ -53,6 +58,8 @@ class Port : public EventHandler {
   void onEvent(int kind, uint64_t arg) override;
   /// PFC: the peer asks this port to stop (or resume) sending data; control packets still flow.
   void setPaused(bool paused);
+  /// A link down (a flap): everything sent on it is lost until it comes up again.
+  void setDown(bool down) { down_ = down; }
 
   Node* peer = nullptr;
   int peer_port = -1;
@@ -77,6 +84,7 @@ class Port : public EventHandler {
   uint64_t data_bytes_ = 0;
   bool busy_ = false;
   bool paused_ = false;
+  bool down_ = false;
   Picoseconds paused_since_ = 0;
 };
 
@@ -120,6 +128,8 @@ struct FlowResult {
   int src = 0, dst = 0;
   uint64_t bytes = 0;
   Picoseconds start = 0, finish = kNever;
+  uint64_t retransmissions = 0;
+  bool failed = false;  // gave up: no progress for NetworkParams::give_up_after
 };
 
 using ControlFactory = std::function<std::unique_ptr<SenderControl>()>;
@@ -135,6 +145,10 @@ class Host : public Node, public EventHandler {
  private:
   void trySend();
   void armTimer(uint32_t flow);
+  void armRetransmitTimer(uint32_t flow);
+  void onAck(const Packet& p);
+  void onRetransmitTimer(uint32_t flow);
+  void queueLost(uint32_t flow, const std::vector<uint64_t>& seqs);
 
   Network& net_;
   int index_;
@@ -158,6 +172,9 @@ struct NetworkParams {
   bool pfc = false;
   uint64_t pfc_pause_bytes = 256 * 1024;
   uint64_t pfc_resume_bytes = 128 * 1024;
+  /// Loss recovery: selective repeat, the RTO estimator's settings, and when a stalled flow gives up.
+  RtoParams rto;
+  Picoseconds give_up_after = 30 * kSecond;
 };
 
 class Network {
@@ -198,13 +215,23 @@ class Network {
   struct Flow {
     FlowResult result;
     std::unique_ptr<SenderControl> control;
-    uint64_t sent = 0, acked = 0;
-    uint32_t in_flight = 0;
+    uint64_t sent = 0, acked = 0;  // new bytes sent, bytes acknowledged
+    uint64_t next_seq = 0;
+    uint32_t in_flight = 0;        // packets sent and neither acknowledged nor declared lost
     Picoseconds next_send = 0;
-    Picoseconds timer_armed = kNever;
+    Picoseconds timer_armed = kNever;       // the control's timer
+    Picoseconds retransmit_armed = kNever;  // the retransmit timer
+    SelectiveRepeat reliability;
+    RtoEstimator rto;
+    RetransmitBudget budget;
+    std::deque<uint64_t> resend;   // lost packets waiting to go again, oldest first
+    std::vector<bool> queued;      // per packet: waiting in `resend`
+    bool ended() const { return result.finish != kNever || result.failed; }
+    bool hasDataToSend() const { return !resend.empty() || sent < result.bytes; }
   };
   Flow& flow(uint32_t id) { return flows_[id]; }
   void finished(uint32_t id);
+  void failed(uint32_t id);
   /// Called when a flow's last byte is acknowledged (collective replays start their next steps from it).
   std::function<void(uint32_t flow)> on_flow_done;
 
