@@ -142,6 +142,13 @@ class Runner {
   Clock::time_point::duration timeout_;
 };
 
+// Finishes a bootstrap collective (they run on the communicator's worker) or throws naming it.
+void completed(mscResult_t started, mscComm_t comm, const char* what) {
+  if (started != mscSuccess || mscCommSynchronize(comm) != mscSuccess) {
+    throw Failure(std::string(what) + " failed: " + mscGetLastError());
+  }
+}
+
 // All ranks agree that a step worked, so that one rank's failure stops every rank instead of leaving them in a
 // collective until the timeout.
 bool allOk(bool ok, mscComm_t comm) {
@@ -154,27 +161,18 @@ bool allOk(bool ok, mscComm_t comm) {
 
 double maxOverRanks(double value, mscComm_t comm) {
   double result = value;
-  if (mscAllReduce(&value, &result, 1, mscFloat64, mscMax, comm) != mscSuccess || mscCommSynchronize(comm) != mscSuccess) {
-    throw Failure("all-reduce of timings failed: " + std::string(mscGetLastError()));
-  }
+  completed(mscAllReduce(&value, &result, 1, mscFloat64, mscMax, comm), comm, "all-reduce of timings");
   return result;
 }
 
-void barrier(mscComm_t comm) {
-  if (mscBarrier(comm) != mscSuccess || mscCommSynchronize(comm) != mscSuccess) {
-    throw Failure("barrier failed: " + std::string(mscGetLastError()));
-  }
-}
+void barrier(mscComm_t comm) { completed(mscBarrier(comm), comm, "barrier"); }
 
 // Listens, exchanges handles over the bootstrap communicator, and connects each rank to its partner.
 void connectLayer(P2pLayer& layer, int rank, int nranks, int partner, mscComm_t comm,
                   Clock::time_point::duration timeout) {
   std::vector<uint8_t> mine(kP2pHandleBytes, 0), all(kP2pHandleBytes * static_cast<size_t>(nranks), 0);
   layer.listen(mine.data());
-  if (mscAllGather(mine.data(), all.data(), kP2pHandleBytes, mscUint8, comm) != mscSuccess ||
-      mscCommSynchronize(comm) != mscSuccess) {
-    throw Failure("handle all-gather failed: " + std::string(mscGetLastError()));
-  }
+  completed(mscAllGather(mine.data(), all.data(), kP2pHandleBytes, mscUint8, comm), comm, "handle all-gather");
   const uint8_t* peer = all.data() + static_cast<size_t>(partner) * kP2pHandleBytes;
   const auto deadline = Clock::now() + timeout;
   bool connected = false, accepted = false;
@@ -355,10 +353,7 @@ int runNetPluginPerf(const PerfOptions& o, mscComm_t comm) {
         measureLayer(*plugin, plugin_runner, b, size, o, comm, &plugin_rounds[i], round == 0 ? &wrong : nullptr);
       }
       int64_t all_wrong = 0;
-      if (mscAllReduce(&wrong, &all_wrong, 1, mscInt64, mscSum, comm) != mscSuccess ||
-          mscCommSynchronize(comm) != mscSuccess) {
-        throw Failure("all-reduce of the data check failed");
-      }
+      completed(mscAllReduce(&wrong, &all_wrong, 1, mscInt64, mscSum, comm), comm, "all-reduce of the data check");
       wrong_total += all_wrong;
       if (rank == 0) {
         const Rounds& t = transport_rounds[i];

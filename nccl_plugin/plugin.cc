@@ -1,7 +1,6 @@
 #include "nccl_plugin/plugin.h"
 
 #include <cstdarg>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -92,6 +91,7 @@ struct State {
   bool initialized = false;
   nccl_abi::Logger logger = nullptr;
   std::string transport_name;  // MEGASCALE_NET_TRANSPORT, resolved at init
+  transport::TransportOptions options;  // the transport knobs, read and checked at init
   std::vector<topology::NetInterface> interfaces;
   std::vector<std::string> names, pci_paths;  // storage for the char* in properties
 };
@@ -142,7 +142,7 @@ Result misuse(const char* fmt, const char* what) {
 }
 
 transport::TransportOptions optionsFor(const Context* context, int dev, const std::string& secret) {
-  transport::TransportOptions o = transport::transportOptionsFromConfig();
+  transport::TransportOptions o = state().options;
   o.secret = secret;
   o.bind_address = state().interfaces[static_cast<size_t>(dev)].ipv4;
   o.traffic_class = context != nullptr ? context->traffic_class : nccl_abi::kTrafficClassUndefined;
@@ -169,7 +169,7 @@ Result init(nccl_abi::Logger logger) {
   if (s.initialized) return nccl_abi::kSuccess;
   try {
     s.transport_name = transport::resolveNetTransport(config::getString("MEGASCALE_NET_TRANSPORT"));
-    transport::transportOptionsFromConfig();  // refuse bad knobs now rather than at the first connection
+    s.options = transport::transportOptionsFromConfig();  // bad knobs fail init, not the first connection
   } catch (const Error& e) {
     log(kLogWarn, "init: %s", e.what());
     return e.code() == ErrorCode::kUnavailable ? nccl_abi::kSystemError : nccl_abi::kInvalidArgument;

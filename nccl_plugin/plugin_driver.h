@@ -16,10 +16,11 @@ inline Deadline deadlineIn(std::chrono::milliseconds timeout) { return std::chro
 /// Which call a one-thread connection polls first (NCCL may do either; both must work).
 enum class ConnectOrder { kConnectFirst, kAcceptFirst };
 
-/// Connects `listen_comm` (made by api.listen with `handle`) to itself on this thread, alternating connect and
-/// accept. kTimeout-like failure is reported as kSystemError with *send/*recv left null.
-Result connectToSelf(const PluginApi& api, int dev, void* handle, void* listen_comm, ConnectOrder order,
-                     Deadline deadline, void** send_comm, void** recv_comm);
+/// On this thread, alternating the two non-blocking calls: a send comm to the listener of `peer_handle` (which
+/// connect may write into between calls; our own listener's handle connects to ourselves) and a receive comm
+/// from `listen_comm`. Past the deadline: kSystemError with *send/*recv left null.
+Result connectBothWays(const PluginApi& api, int dev, void* peer_handle, void* listen_comm, ConnectOrder order,
+                       Deadline deadline, void** send_comm, void** recv_comm);
 
 /// Polls connect (or accept) alone until it yields a comm: the two sides run in different threads or processes.
 Result connectUntilDone(const PluginApi& api, int dev, void* handle, Deadline deadline, void** send_comm);
@@ -30,5 +31,9 @@ Result postUntilTaken(const std::function<Result(void**)>& post, Deadline deadli
 
 /// Tests `request` until done; sizes as test() fills them (may be null). kSystemError if the deadline passes.
 Result waitUntilDone(const PluginApi& api, void* request, int* sizes, Deadline deadline);
+
+/// Tests a send and a receive in turn until both are done (on one thread the send may need the receive to drain
+/// the socket first); `recv_sizes` gets the receive's sizes (may be null).
+Result waitBothDone(const PluginApi& api, void* send_request, void* recv_request, int* recv_sizes, Deadline deadline);
 
 }  // namespace megascale::nccl_plugin

@@ -15,15 +15,13 @@ CollectiveReplay::CollectiveReplay(Network& net, std::vector<int> rank_hosts, co
     mine.rank = r;
     ranks_[static_cast<size_t>(r)].schedule = buildSchedule(mine);
   }
-  delivered_.assign(static_cast<size_t>(n) * static_cast<size_t>(n), 0);
-  posted_.assign(delivered_.size(), 0);
 }
 
 bool CollectiveReplay::phaseComplete(int rank) const {
   const RankState& s = ranks_[static_cast<size_t>(rank)];
   if (s.sends_in_flight > 0) return false;
   for (const auto& [peer, count] : s.awaited) {
-    if (delivered_[static_cast<size_t>(peer) * ranks_.size() + static_cast<size_t>(rank)] < count) return false;
+    if (delivered_.get(peer, rank) < count) return false;
   }
   return true;
 }
@@ -40,17 +38,17 @@ void CollectiveReplay::enterPhase(int rank) {
   // The j-th receive from a peer is that peer's j-th send to this rank.
   for (const Step& step : s.schedule.phases[s.phase].comm) {
     if (step.kind != Step::kRecv) continue;
-    ++posted(step.peer, rank);
+    posted_.increment(step.peer, rank);
     auto it = std::find_if(s.awaited.begin(), s.awaited.end(), [&](const auto& e) { return e.first == step.peer; });
     if (it == s.awaited.end()) s.awaited.push_back({step.peer, 0});
   }
-  for (auto& [peer, count] : s.awaited) count = posted(peer, rank);
+  for (auto& [peer, count] : s.awaited) count = posted_.get(peer, rank);
   std::vector<int> woken;
   for (const Step& step : s.schedule.phases[s.phase].comm) {
     if (step.kind != Step::kSend) continue;
     const uint64_t bytes = static_cast<uint64_t>(step.a.count) * dtype_size_;
     if (bytes == 0) {  // an empty message arrives at once
-      ++delivered(rank, step.peer);
+      delivered_.increment(rank, step.peer);
       woken.push_back(step.peer);
       continue;
     }
@@ -76,7 +74,7 @@ void CollectiveReplay::flowDone(uint32_t id) {
   if (id >= flow_ranks_.size() || flow_ranks_[id].first < 0) return;  // not one of ours
   const auto [from, to] = flow_ranks_[id];
   --ranks_[static_cast<size_t>(from)].sends_in_flight;
-  ++delivered(from, to);
+  delivered_.increment(from, to);
   advance(from);
   advance(to);
 }

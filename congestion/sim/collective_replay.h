@@ -4,6 +4,7 @@
 // from a peer is that peer's j-th send to this rank). Local reductions and copies take no simulated time.
 #pragma once
 
+#include <unordered_map>
 #include <vector>
 
 #include "collectives/schedule.h"
@@ -39,8 +40,21 @@ class CollectiveReplay {
   void flowDone(uint32_t flow);
   bool phaseComplete(int rank) const;
   void advance(int rank);
-  uint32_t& delivered(int from, int to) { return delivered_[static_cast<size_t>(from) * ranks_.size() + static_cast<size_t>(to)]; }
-  uint32_t& posted(int from, int to) { return posted_[static_cast<size_t>(from) * ranks_.size() + static_cast<size_t>(to)]; }
+
+  // Messages per (from, to) pair. Sparse: a rank talks to few peers (two in a ring), and n x n counters would
+  // not fit at 12,288 ranks.
+  class PairCounts {
+   public:
+    uint32_t get(int from, int to) const {
+      const auto it = counts_.find(key(from, to));
+      return it == counts_.end() ? 0 : it->second;
+    }
+    void increment(int from, int to) { ++counts_[key(from, to)]; }
+
+   private:
+    static uint64_t key(int from, int to) { return static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to); }
+    std::unordered_map<uint64_t, uint32_t> counts_;
+  };
 
   Network& net_;
   std::vector<int> hosts_;
@@ -48,7 +62,7 @@ class CollectiveReplay {
   size_t dtype_size_;
   ControlFactory control_;
   std::vector<RankState> ranks_;
-  std::vector<uint32_t> delivered_, posted_;  // per (from, to) pair: messages arrived / receives posted so far
+  PairCounts delivered_, posted_;  // messages arrived / receives posted so far
   std::vector<std::pair<int, int>> flow_ranks_;   // per flow id: (from, to); (-1, -1) for others' flows
   int unfinished_ = 0;
   size_t flows_ = 0;

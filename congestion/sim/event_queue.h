@@ -25,19 +25,6 @@ class EventQueue {
   void schedule(Picoseconds time, EventHandler* target, int kind, uint64_t arg = 0) {
     heap_.push(Event{time < now_ ? now_ : time, next_order_++, target, kind, arg});
   }
-  /// Runs events until none is left or the next is later than `end`; returns the events run.
-  uint64_t runUntil(Picoseconds end = kNever) {
-    uint64_t count = 0;
-    while (!heap_.empty() && heap_.top().time <= end) {
-      const Event e = heap_.top();
-      heap_.pop();
-      now_ = e.time;
-      e.target->onEvent(e.kind, e.arg);
-      ++count;
-    }
-    processed_ += count;
-    return count;
-  }
   /// Runs the next event if there is one no later than `end`; false otherwise.
   bool step(Picoseconds end = kNever) {
     if (heap_.empty() || heap_.top().time > end) return false;
@@ -51,7 +38,6 @@ class EventQueue {
   Picoseconds now() const { return now_; }
   uint64_t processed() const { return processed_; }
   bool empty() const { return heap_.empty(); }
-  size_t pending() const { return heap_.size(); }
 
  private:
   struct Event {

@@ -197,7 +197,6 @@ void Host::trySend() {
       ++f.result.retransmissions;
     } else {
       seq = f.next_seq++;
-      f.sent += std::min<uint64_t>(params.mtu_payload, f.result.bytes - seq * params.mtu_payload);
     }
     const auto payload =
         static_cast<uint32_t>(std::min<uint64_t>(params.mtu_payload, f.result.bytes - seq * params.mtu_payload));
@@ -313,9 +312,7 @@ void Host::receive(const Packet& p, int) {
       ack.src = index_;
       ack.dst = p.src;
       nic.enqueue(ack);
-      auto it = std::find_if(cnp_.begin(), cnp_.end(), [&](const auto& e) { return e.first == p.flow; });
-      if (it == cnp_.end()) it = cnp_.insert(cnp_.end(), {p.flow, CnpGenerator(net_.params().cnp_interval)});
-      if (it->second.onArrival(now, p.ecn)) {
+      if (net_.flow(p.flow).cnp.onArrival(now, p.ecn)) {
         Packet cnp = ack;
         cnp.kind = PacketKind::kCnp;
         nic.enqueue(cnp);
@@ -461,6 +458,7 @@ uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picosecond
   f.control = control();
   f.rto = RtoEstimator(params_.rto);
   f.budget = RetransmitBudget(params_.give_up_after);
+  f.cnp = CnpGenerator(params_.cnp_interval);
   f.queued.assign((bytes + params_.mtu_payload - 1) / params_.mtu_payload, false);
   // Sprayed packets overtake each other by design: only the retransmit timer may declare them lost.
   f.reliability = SelectiveRepeat(params_.spraying ? 1 << 30 : 3);

@@ -154,9 +154,7 @@ class Host : public Node, public EventHandler {
   int index_;
   std::vector<uint32_t> active_;  // flows sending from here
   size_t next_ = 0;               // round-robin position
-  bool wake_scheduled_ = false;
   Picoseconds wake_at_ = kNever;
-  std::vector<std::pair<uint32_t, CnpGenerator>> cnp_;  // per incoming flow (few per host)
 };
 
 struct NetworkParams {
@@ -215,8 +213,8 @@ class Network {
   struct Flow {
     FlowResult result;
     std::unique_ptr<SenderControl> control;
-    uint64_t sent = 0, acked = 0;  // new bytes sent, bytes acknowledged
-    uint64_t next_seq = 0;
+    uint64_t acked = 0;            // bytes acknowledged
+    uint64_t next_seq = 0;         // the first packet never sent
     uint32_t in_flight = 0;        // packets sent and neither acknowledged nor declared lost
     Picoseconds next_send = 0;
     Picoseconds timer_armed = kNever;       // the control's timer
@@ -225,9 +223,10 @@ class Network {
     RtoEstimator rto;
     RetransmitBudget budget;
     std::deque<uint64_t> resend;   // lost packets waiting to go again, oldest first
-    std::vector<bool> queued;      // per packet: waiting in `resend`
+    std::vector<bool> queued;      // per packet (one entry each): waiting in `resend`
+    CnpGenerator cnp;              // the receiver's side: this flow's CNP pacing
     bool ended() const { return result.finish != kNever || result.failed; }
-    bool hasDataToSend() const { return !resend.empty() || sent < result.bytes; }
+    bool hasDataToSend() const { return !resend.empty() || next_seq < queued.size(); }
   };
   Flow& flow(uint32_t id) { return flows_[id]; }
   void finished(uint32_t id);

@@ -40,8 +40,8 @@ class PluginConnection : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(api_.init(), nccl_abi::kSuccess);
     ASSERT_EQ(api_.listen(0, handle_, &listen_), nccl_abi::kSuccess);
     ASSERT_NE(listen_, nullptr);
-    ASSERT_EQ(connectToSelf(api_, 0, handle_, listen_, ConnectOrder::kConnectFirst, deadlineIn(kTestTimeout), &send_,
-                            &recv_),
+    ASSERT_EQ(connectBothWays(api_, 0, handle_, listen_, ConnectOrder::kConnectFirst, deadlineIn(kTestTimeout), &send_,
+                              &recv_),
               nccl_abi::kSuccess);
   }
   void TearDown() override {
@@ -71,18 +71,9 @@ class PluginConnection : public ::testing::TestWithParam<std::string> {
 
   /// Tests both until done (sends and receives progress only when tested); returns the received sizes.
   std::vector<int> complete(void* send_request, void* recv_request, int n) {
-    int send_done = 0, recv_done = 0, sent = -1;
     std::vector<int> sizes(static_cast<size_t>(n), -1);
-    const Deadline deadline = deadlineIn(kTestTimeout);
-    while ((!send_done || !recv_done) && std::chrono::steady_clock::now() < deadline) {
-      Result r = send_done ? nccl_abi::kSuccess : api_.test(send_request, &send_done, &sent);
-      if (r == nccl_abi::kSuccess && !recv_done) r = api_.test(recv_request, &recv_done, sizes.data());
-      if (r != nccl_abi::kSuccess) {
-        ADD_FAILURE() << "test() failed with " << r;
-        return sizes;
-      }
-    }
-    EXPECT_TRUE(send_done && recv_done) << "transfer did not complete";
+    EXPECT_EQ(waitBothDone(api_, send_request, recv_request, sizes.data(), deadlineIn(kTestTimeout)), nccl_abi::kSuccess)
+        << "the transfer failed or did not complete in time";
     return sizes;
   }
 

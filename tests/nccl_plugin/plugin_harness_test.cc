@@ -54,8 +54,9 @@ TEST_P(PluginHarness, ConnectsToItselfWithAcceptPolledFirst) {
   char handle[kHandleMaxBytes] = {};
   void *listen = nullptr, *send = nullptr, *recv = nullptr;
   ASSERT_EQ(api_.listen(0, handle, &listen), kSuccess);
-  ASSERT_EQ(connectToSelf(api_, 0, handle, listen, ConnectOrder::kAcceptFirst, deadlineIn(kTestTimeout), &send, &recv),
-            kSuccess);
+  ASSERT_EQ(
+      connectBothWays(api_, 0, handle, listen, ConnectOrder::kAcceptFirst, deadlineIn(kTestTimeout), &send, &recv),
+      kSuccess);
   EXPECT_EQ(api_.closeSend(send), kSuccess);
   EXPECT_EQ(api_.closeRecv(recv), kSuccess);
   EXPECT_EQ(api_.closeListen(listen), kSuccess);
@@ -203,7 +204,7 @@ TEST_P(PluginHarness, SeveralCommunicatorsOnSeveralThreadsMoveTheirOwnData) {
       void *listen = nullptr, *send = nullptr, *recv = nullptr;
       const Deadline deadline = deadlineIn(kTestTimeout);
       if (api_.listen(0, handle, &listen) != kSuccess ||
-          connectToSelf(api_, 0, handle, listen, ConnectOrder::kConnectFirst, deadline, &send, &recv) != kSuccess) {
+          connectBothWays(api_, 0, handle, listen, ConnectOrder::kConnectFirst, deadline, &send, &recv) != kSuccess) {
         failures[t] = -1;
         return;
       }
@@ -214,17 +215,13 @@ TEST_P(PluginHarness, SeveralCommunicatorsOnSeveralThreadsMoveTheirOwnData) {
         size_t capacity = size;
         int tag = t, received = -1;
         void* mr = nullptr;
-        bool ok = postUntilTaken([&](void** q) { return api_.irecv(recv, 1, &data, &capacity, &tag, &mr, q); },
-                                 deadline, &r) == kSuccess &&
-                  postUntilTaken([&](void** q) { return api_.isend(send, out.data(), size, t, nullptr, q); }, deadline,
-                                 &s) == kSuccess;
-        // One thread drives both ends: the send may need the receive to drain the socket first.
-        int send_done = 0, recv_done = 0, sent = 0;
-        while (ok && (!send_done || !recv_done) && std::chrono::steady_clock::now() < deadline) {
-          if (!send_done) ok = api_.test(s, &send_done, &sent) == kSuccess;
-          if (ok && !recv_done) ok = api_.test(r, &recv_done, &received) == kSuccess;
-        }
-        if (!ok || !send_done || !recv_done || received != static_cast<int>(size) || in != out) ++failures[t];
+        const bool ok =
+            postUntilTaken([&](void** q) { return api_.irecv(recv, 1, &data, &capacity, &tag, &mr, q); }, deadline,
+                           &r) == kSuccess &&
+            postUntilTaken([&](void** q) { return api_.isend(send, out.data(), size, t, nullptr, q); }, deadline, &s) ==
+                kSuccess &&
+            waitBothDone(api_, s, r, &received, deadline) == kSuccess;
+        if (!ok || received != static_cast<int>(size) || in != out) ++failures[t];
       }
       api_.closeSend(send);
       api_.closeRecv(recv);

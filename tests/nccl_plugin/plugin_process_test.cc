@@ -65,18 +65,15 @@ int ringRank(const PluginApi& api, Board* board, int rank, size_t chunk) {
   if (!waitFor(board->ready[next], deadline)) return 11;
   char handle[kHandleMaxBytes];
   std::memcpy(handle, board->handles[next], sizeof(handle));
-  while (send == nullptr || recv == nullptr) {  // one thread, both directions: neither call may block
-    if (std::chrono::steady_clock::now() >= deadline) return 12;
-    if (send == nullptr && api.connect(0, handle, &send) != kSuccess) return 13;
-    if (recv == nullptr && api.accept(listen, &recv) != kSuccess) return 14;
-  }
+  // One thread, both directions: neither call may block.
+  if (connectBothWays(api, 0, handle, listen, ConnectOrder::kConnectFirst, deadline, &send, &recv) != kSuccess) return 12;
   std::vector<uint8_t> all(chunk * kRanks);
   for (size_t i = 0; i < chunk; ++i) all[rank * chunk + i] = byteOf(rank, i);
   for (int step = 0; step < kRanks - 1; ++step) {
     const int out = (rank - step + kRanks) % kRanks, in = (rank - step - 1 + kRanks) % kRanks;
     void* data = all.data() + in * chunk;
     size_t capacity = chunk;
-    int tag = step, received = -1, sent = -1;
+    int tag = step, received = -1;
     void *r = nullptr, *s = nullptr, *mr = nullptr;
     if (postUntilTaken([&](void** q) { return api.irecv(recv, 1, &data, &capacity, &tag, &mr, q); }, deadline, &r) !=
             kSuccess ||
@@ -84,12 +81,7 @@ int ringRank(const PluginApi& api, Board* board, int rank, size_t chunk) {
                        deadline, &s) != kSuccess) {
       return 15;
     }
-    int send_done = 0, recv_done = 0;
-    while (!send_done || !recv_done) {
-      if (std::chrono::steady_clock::now() >= deadline) return 16;
-      if (!send_done && api.test(s, &send_done, &sent) != kSuccess) return 17;
-      if (!recv_done && api.test(r, &recv_done, &received) != kSuccess) return 18;
-    }
+    if (waitBothDone(api, s, r, &received, deadline) != kSuccess) return 16;
     if (received != static_cast<int>(chunk)) return 19;
   }
   for (int c = 0; c < kRanks; ++c) {
