@@ -1,9 +1,14 @@
 // Collectives in the simulator, from the collective library's own schedules (collectives/schedule.h), so what
-// we simulate at scale is what we run: every rank walks its phases; a phase's sends become flows to their peers,
-// and the phase ends once its sends are acknowledged and the messages it receives have arrived (the j-th receive
-// from a peer is that peer's j-th send to this rank). Local reductions and copies take no simulated time.
+// we simulate at scale is what we run: every rank walks its phases; a phase's sends become messages on the
+// connection (queue pair) from the rank to that peer, and the phase ends once its sends are acknowledged and the
+// messages it receives have arrived (the j-th receive from a peer is that peer's j-th send to this rank). Local
+// reductions and copies take no simulated time.
+//
+// Several groups can run the same collective at once on one network - the 8 rails of a hierarchical all-reduce,
+// each an all-reduce among the same GPU index of every server - each group with its own ranks.
 #pragma once
 
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
@@ -15,34 +20,58 @@ namespace megascale::congestion::sim {
 struct CollectiveResult {
   bool finished = false;
   Picoseconds time = 0;   // from the start to the last rank's last phase
-  double algbw_gbs = 0;   // nccl-tests' definitions, GB/s = 1e9 B/s
+  double algbw_gbs = 0;   // nccl-tests' definitions for one group, GB/s = 1e9 B/s
   double busbw_gbs = 0;
-  size_t flows = 0;
+  size_t messages = 0;
 };
+
+/// nccl-tests' algbw and busbw (GB/s) of a collective of `spec.count` elements on `spec.nranks` ranks.
+void collectiveBandwidth(const ScheduleSpec& spec, size_t dtype_size, double seconds, double* algbw_gbs,
+                         double* busbw_gbs);
 
 class CollectiveReplay {
  public:
-  /// Rank r runs on host rank_hosts[r]. spec.algorithm must be concrete (not kAuto); spec.rank is ignored.
-  CollectiveReplay(Network& net, std::vector<int> rank_hosts, const ScheduleSpec& spec, size_t dtype_size,
-                   ControlFactory control);
-  /// Starts every rank at the network's current time and runs until all finish or `end`.
+  /// Rank r of group g runs on host groups[g][r]; every group runs `spec` (nranks = its size). spec.algorithm
+  /// must be concrete (not kAuto); spec.rank is ignored.
+  CollectiveReplay(Network& net, const std::vector<std::vector<int>>& groups, const ScheduleSpec& spec,
+                   size_t dtype_size, ControlFactory control);
+  /// One group.
+  CollectiveReplay(Network& net, const std::vector<int>& rank_hosts, const ScheduleSpec& spec, size_t dtype_size,
+                   ControlFactory control)
+      : CollectiveReplay(net, std::vector<std::vector<int>>{rank_hosts}, spec, dtype_size, std::move(control)) {}
+  /// Starts every rank at the network's current time and runs until all finish or `end`. Bandwidths are those
+  /// of the first group.
   CollectiveResult run(Picoseconds end = kNever);
 
  private:
+  // What a rank does on the network, phase by phase: the schedule without its buffers (ranks of equal-sized
+  // groups share one; a ring over 1,536 ranks has 3,070 phases per rank).
+  struct Op {
+    int32_t peer;    // rank within the group
+    bool send;
+    uint64_t bytes;  // sends
+  };
+  struct CompactSchedule {
+    std::vector<uint32_t> phase_begin;  // ops of phase p: [phase_begin[p], phase_begin[p + 1])
+    std::vector<Op> ops;
+    size_t phases() const { return phase_begin.size() - 1; }
+  };
   struct RankState {
-    Schedule schedule;
+    const CompactSchedule* schedule = nullptr;
+    int group_base = 0;  // global id of the group's rank 0
     size_t phase = 0;
     int sends_in_flight = 0;
     std::vector<std::pair<int, uint32_t>> awaited;  // (peer, how many messages from it must have arrived)
     Picoseconds done = kNever;
   };
   void enterPhase(int rank);
-  void flowDone(uint32_t flow);
+  void messageDone(uint32_t flow);
   bool phaseComplete(int rank) const;
   void advance(int rank);
+  uint32_t connection(int from, int to);
 
-  // Messages per (from, to) pair. Sparse: a rank talks to few peers (two in a ring), and n x n counters would
-  // not fit at 12,288 ranks.
+  // Messages per (from, to) pair of global ranks. Sparse: a rank talks to few peers (two in a ring), and n x n
+  // counters would not fit at 12,288 ranks.
   class PairCounts {
    public:
     uint32_t get(int from, int to) const {
@@ -57,15 +86,17 @@ class CollectiveReplay {
   };
 
   Network& net_;
-  std::vector<int> hosts_;
-  ScheduleSpec spec_;
+  std::vector<int> hosts_;  // per global rank
+  ScheduleSpec spec_;       // of the first group
   size_t dtype_size_;
   ControlFactory control_;
+  std::unordered_map<int, std::vector<CompactSchedule>> schedules_;  // per group size, per rank
   std::vector<RankState> ranks_;
   PairCounts delivered_, posted_;  // messages arrived / receives posted so far
-  std::vector<std::pair<int, int>> flow_ranks_;   // per flow id: (from, to); (-1, -1) for others' flows
+  std::unordered_map<uint64_t, uint32_t> connections_;  // (from, to) -> flow
+  std::vector<std::pair<int, int>> flow_ranks_;         // per flow id: (from, to); (-1, -1) for others' flows
   int unfinished_ = 0;
-  size_t flows_ = 0;
+  size_t messages_ = 0;
 };
 
 }  // namespace megascale::congestion::sim

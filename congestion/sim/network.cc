@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 namespace megascale::congestion::sim {
 
@@ -154,8 +156,10 @@ void Switch::onDataDequeued(const Packet& p) {
 
 // ---------------------------------------------------------------------------------------------- hosts
 
-void Host::startFlow(uint32_t id) {
-  net_.flow(id).next_send = net_.events().now();
+void Host::activate(uint32_t id) {
+  Network::Flow& f = net_.flow(id);
+  if (f.active || f.ended()) return;
+  f.active = true;
   active_.push_back(id);
   armTimer(id);
   trySend();
@@ -178,7 +182,11 @@ void Host::trySend() {
   const Picoseconds now = net_.events().now();
   const NetworkParams& params = net_.params();
   Picoseconds earliest = kNever;
-  std::erase_if(active_, [&](uint32_t id) { return net_.flow(id).ended(); });
+  std::erase_if(active_, [&](uint32_t id) {
+    Network::Flow& f = net_.flow(id);
+    if (f.ended()) f.active = false;
+    return !f.active;
+  });
   for (size_t k = 0; k < active_.size(); ++k) {
     const size_t position = (next_ + k) % active_.size();
     const uint32_t id = active_[position];
@@ -198,8 +206,7 @@ void Host::trySend() {
     } else {
       seq = f.next_seq++;
     }
-    const auto payload =
-        static_cast<uint32_t>(std::min<uint64_t>(params.mtu_payload, f.result.bytes - seq * params.mtu_payload));
+    const uint32_t payload = f.payloadOf(seq, params.mtu_payload);
     Packet p;
     p.kind = PacketKind::kData;
     p.wire_bytes = payload + params.header_bytes;
@@ -297,7 +304,7 @@ void Host::onAck(const Packet& p) {
     queueLost(p.flow, lost);
   }
   armTimer(p.flow);
-  if (f.acked >= f.result.bytes) net_.finished(p.flow);
+  net_.completeMessages(p.flow);
   trySend();
 }
 
@@ -336,7 +343,7 @@ void Host::receive(const Packet& p, int) {
 void Host::onEvent(int kind, uint64_t arg) {
   const Picoseconds now = net_.events().now();
   if (kind == kStart) {
-    startFlow(static_cast<uint32_t>(arg));
+    activate(static_cast<uint32_t>(arg));
   } else if (kind == kWake) {
     if (wake_at_ == now) wake_at_ = kNever;
     trySend();
@@ -451,40 +458,85 @@ uint64_t Network::drops() const {
   return total;
 }
 
-uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picoseconds start, const ControlFactory& control) {
+uint32_t Network::addConnection(int src_host, int dst_host, const ControlFactory& control) {
+  if (src_host < 0 || src_host >= hostCount() || dst_host < 0 || dst_host >= hostCount()) {
+    throw std::invalid_argument("flow from host " + std::to_string(src_host) + " to host " + std::to_string(dst_host) +
+                                ": no such host (the network has " + std::to_string(hostCount()) + ")");
+  }
   const auto id = static_cast<uint32_t>(flows_.size());
   Flow f;
-  f.result = FlowResult{id, src_host, dst_host, bytes, start, kNever, 0, false};
+  f.result = FlowResult{id, src_host, dst_host, 0, events_.now(), events_.now(), 0, false};
   f.control = control();
   f.rto = RtoEstimator(params_.rto);
   f.budget = RetransmitBudget(params_.give_up_after);
   f.cnp = CnpGenerator(params_.cnp_interval);
-  f.queued.assign((bytes + params_.mtu_payload - 1) / params_.mtu_payload, false);
   // Sprayed packets overtake each other by design: only the retransmit timer may declare them lost.
   f.reliability = SelectiveRepeat(params_.spraying ? 1 << 30 : 3);
   flows_.push_back(std::move(f));
   results_.push_back(flows_.back().result);
+  return id;
+}
+
+namespace {
+
+void appendMessage(Network::Flow& f, uint64_t bytes, uint32_t mtu) {
+  if (bytes == 0) throw std::invalid_argument("a message needs at least one byte");
+  const uint64_t first = f.queued.size(), packets = (bytes + mtu - 1) / mtu;
+  f.messages.push_back({first, first + packets, static_cast<uint32_t>(bytes - (packets - 1) * mtu)});
+  f.queued.resize(first + packets, false);
+  f.result.bytes += bytes;
+  f.result.finish = kNever;
+}
+
+}  // namespace
+
+uint32_t Network::Flow::payloadOf(uint64_t seq, uint32_t mtu) const {
+  const auto m = std::upper_bound(messages.begin(), messages.end(), seq,
+                                  [](uint64_t s, const Message& msg) { return s < msg.end_seq; });
+  return seq + 1 == m->end_seq ? m->last_payload : mtu;
+}
+
+uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picoseconds start, const ControlFactory& control) {
+  const uint32_t id = addConnection(src_host, dst_host, control);
+  Flow& f = flows_[id];
+  appendMessage(f, bytes, params_.mtu_payload);
+  f.result.start = start;
+  f.next_send = start;
+  results_[id] = f.result;
   ++unfinished_;
   events_.schedule(start, hosts_[static_cast<size_t>(src_host)], kStart, id);
   return id;
 }
 
-void Network::failed(uint32_t id) {
-  Flow& f = flows_[id];
-  if (f.ended()) return;
-  f.result.failed = true;
+void Network::send(uint32_t id, uint64_t bytes) {
+  Flow& f = flows_.at(id);
+  if (f.result.failed) return;
+  appendMessage(f, bytes, params_.mtu_payload);
   results_[id] = f.result;
-  --unfinished_;
+  ++unfinished_;
+  hosts_[static_cast<size_t>(f.result.src)]->activate(id);
 }
 
-void Network::finished(uint32_t id) {
+void Network::failed(uint32_t id) {
   Flow& f = flows_[id];
-  if (f.result.finish != kNever) return;
-  f.result.finish = events_.now();
-  f.retransmit_armed = kNever;
+  if (f.result.failed) return;
+  f.result.failed = true;
   results_[id] = f.result;
-  --unfinished_;
-  if (on_flow_done) on_flow_done(id);
+  unfinished_ -= f.messages.size();
+}
+
+void Network::completeMessages(uint32_t id) {
+  Flow& f = flows_[id];
+  while (!f.messages.empty() && f.reliability.cumulativeAck() >= f.messages.front().end_seq) {
+    f.messages.pop_front();
+    --unfinished_;
+    if (f.messages.empty()) {
+      f.result.finish = events_.now();
+      f.retransmit_armed = kNever;
+    }
+    results_[id] = f.result;
+    if (on_message_done) on_message_done(id);
+  }
 }
 
 bool Network::run(Picoseconds end) {

@@ -3,6 +3,10 @@
 // ECMP by flow hash, and flows driven by any SenderControl (per-packet ACKs carrying the send time and the ECN
 // echo; CNPs paced by the receiver). ACKs and CNPs use a strict-priority control queue on every port.
 //
+// A flow is a connection (an RDMA queue pair): messages appended to it are cut into packets of at most
+// mtu_payload bytes (none spans two messages) and complete in order; its congestion control state carries over
+// from one message to the next, as a NIC's per-QP state does.
+//
 // Lossless mode: PFC per ingress port on the data priority. Optional per-packet spraying. Lossy mode: senders
 // recover with selective repeat (fast retransmit after 3 later ACKs, RTO from RFC 6298 with backoff) and give
 // up after NetworkParams::give_up_after without progress.
@@ -140,7 +144,8 @@ class Host : public Node, public EventHandler {
   void receive(const Packet& p, int in_port) override;
   void onPortIdle(int) override { trySend(); }
   void onEvent(int kind, uint64_t arg) override;
-  void startFlow(uint32_t flow);
+  /// Makes `flow` eligible to send (from now, or from its start time) if it is not already.
+  void activate(uint32_t flow);
 
  private:
   void trySend();
@@ -152,7 +157,7 @@ class Host : public Node, public EventHandler {
 
   Network& net_;
   int index_;
-  std::vector<uint32_t> active_;  // flows sending from here
+  std::vector<uint32_t> active_;  // flows with data left to send from here
   size_t next_ = 0;               // round-robin position
   Picoseconds wake_at_ = kNever;
 };
@@ -188,7 +193,12 @@ class Network {
   /// Marking and buffer of every switch port (hosts do not mark).
   void configureSwitchPorts(const std::function<void(Port&)>& configure);
 
+  /// A flow of `bytes` starting at `start`: a connection carrying one message; its result is its FCT.
   uint32_t addFlow(int src_host, int dst_host, uint64_t bytes, Picoseconds start, const ControlFactory& control);
+  /// A connection with nothing to send yet; send() appends messages to it.
+  uint32_t addConnection(int src_host, int dst_host, const ControlFactory& control);
+  /// Appends a message of `bytes` (> 0) to a connection, to go from now on (after what it already carries).
+  void send(uint32_t flow, uint64_t bytes);
   /// Runs until every flow has finished or `end`; returns whether all finished.
   bool run(Picoseconds end = kNever);
 
@@ -210,8 +220,12 @@ class Network {
   Packet unpark(uint64_t slot);
   double uniform() { return std::uniform_real_distribution<double>(0, 1)(rng_); }
 
+  struct Message {
+    uint64_t first_seq, end_seq;  // its packets
+    uint32_t last_payload;        // bytes in its last packet
+  };
   struct Flow {
-    FlowResult result;
+    FlowResult result;             // bytes: everything appended so far; finish: when the last of it was acknowledged
     std::unique_ptr<SenderControl> control;
     uint64_t acked = 0;            // bytes acknowledged
     uint64_t next_seq = 0;         // the first packet never sent
@@ -224,15 +238,22 @@ class Network {
     RetransmitBudget budget;
     std::deque<uint64_t> resend;   // lost packets waiting to go again, oldest first
     std::vector<bool> queued;      // per packet (one entry each): waiting in `resend`
+    std::deque<Message> messages;  // not yet wholly acknowledged, oldest first
     CnpGenerator cnp;              // the receiver's side: this flow's CNP pacing
-    bool ended() const { return result.finish != kNever || result.failed; }
+    bool active = false;           // in its host's list of flows with data to send
+    bool idle() const { return acked >= result.bytes; }
+    bool ended() const { return result.failed || idle(); }
     bool hasDataToSend() const { return !resend.empty() || next_seq < queued.size(); }
+    /// Payload bytes of packet `seq` (a packet of a message not yet wholly acknowledged).
+    uint32_t payloadOf(uint64_t seq, uint32_t mtu) const;
   };
   Flow& flow(uint32_t id) { return flows_[id]; }
-  void finished(uint32_t id);
+  /// Every message of `flow` up to the acknowledged prefix is complete: reports them in order.
+  void completeMessages(uint32_t id);
   void failed(uint32_t id);
-  /// Called when a flow's last byte is acknowledged (collective replays start their next steps from it).
-  std::function<void(uint32_t flow)> on_flow_done;
+  /// Called when a message completes - its last byte acknowledged and every earlier message complete (collective
+  /// replays start their next steps from it). For addFlow's flows that is the flow's end.
+  std::function<void(uint32_t flow)> on_message_done;
 
  private:
   NetworkParams params_;
@@ -243,7 +264,7 @@ class Network {
   std::vector<Switch*> switches_;
   std::vector<Flow> flows_;
   std::vector<FlowResult> results_;
-  size_t unfinished_ = 0;
+  size_t unfinished_ = 0;  // messages not yet complete
   std::vector<Packet> parked_;
   std::vector<uint64_t> free_slots_;
   std::mt19937_64 rng_;

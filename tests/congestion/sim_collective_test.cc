@@ -34,7 +34,7 @@ CollectiveResult replay(Collective collective, Algorithm algorithm, int ranks, s
 TEST(CollectiveReplay, RingAllReduceRunsAtTheLinksBusBandwidth) {
   const CollectiveResult r = replay(Collective::kAllReduce, Algorithm::kRing, 8, 16 << 20);  // 64 MiB of floats
   ASSERT_TRUE(r.finished);
-  EXPECT_EQ(r.flows, 8u * 2 * 7);  // every rank sends once per phase, 2(n-1) phases
+  EXPECT_EQ(r.messages, 8u * 2 * 7);  // every rank sends once per phase, 2(n-1) phases
   std::printf("ring all-reduce, 8 ranks on one 100G switch, 64 MiB: %.2f ms, busbw %.2f GB/s (link payload %.2f)\n",
               r.time / 1e9, r.busbw_gbs, kPayloadGbs);
   EXPECT_GT(r.busbw_gbs, 0.95 * kPayloadGbs);
@@ -56,7 +56,7 @@ TEST(CollectiveReplay, ASingleRankFinishesAtOnce) {
   const CollectiveResult r = replay(Collective::kAllReduce, Algorithm::kRing, 1, 1000);
   EXPECT_TRUE(r.finished);
   EXPECT_EQ(r.time, 0);
-  EXPECT_EQ(r.flows, 0u);
+  EXPECT_EQ(r.messages, 0u);
 }
 
 }  // namespace
