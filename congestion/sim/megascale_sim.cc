@@ -17,6 +17,7 @@
 #include "congestion/line_rate.h"
 #include "congestion/sim/collective_replay.h"
 #include "congestion/sim/metrics.h"
+#include "congestion/sim/queue_monitor.h"
 #include "congestion/sim/topology.h"
 #include "congestion/sim/workload.h"
 #include "congestion/swift.h"
@@ -27,7 +28,7 @@ namespace {
 
 struct Options {
   std::string topology = "fattree";
-  int k = 4, hosts = 16, servers = 16, rails = 8, group = 4;
+  int k = 4, hosts = 16, servers = 16, rails = 8, group = 4, aggregations = 2, cores = 2;
   double rate_gbps = 100, fabric_gbps = 0;
   double delay_us = 1;
   std::vector<std::string> controls = {"dcqcn"};
@@ -37,7 +38,37 @@ struct Options {
   bool pfc = false, spray = false;
   uint64_t seed = 1;
   std::string csv;
+  uint32_t unit_bytes = 4096;  // simulation unit (payload per simulated packet)
+  double nvlink_gbs = 300;     // rail all-reduce: per-GPU NVLink bandwidth each way
+  std::string algorithm = "auto";
+  std::string queues;  // prefix of the queue-length CSV and PNG
+  double queue_interval_us = 1;
 };
+
+// MegaScale's cluster (NSDI'24, section 3.6): 1,536 servers x 8 x 200G NICs, rail-optimized three-tier Clos of
+// 64 x 400G switches, 1:1 at every tier: a ToR's 32 x 400G downlinks split into 64 x 200G for the 64 servers of
+// its group, 32 x 400G uplinks, one to each aggregation switch of its rail. The core tier is 24 switches of 256
+// ports (every aggregation switch has one 400G link to each): the capacity of 96 64-port cores; rail traffic
+// never reaches it. The workload: a 1 GiB all-reduce over all 12,288 GPUs, hierarchical (NVLink inside a server,
+// one all-reduce per rail across servers).
+void applyPreset(const std::string& name, Options* o) {
+  if (name != "megascale-12288") {
+    std::fprintf(stderr, "megascale-sim: unknown preset '%s' (megascale-12288)\n", name.c_str());
+    std::exit(2);
+  }
+  o->topology = "rail";
+  o->servers = 1536;
+  o->rails = 8;
+  o->group = 64;
+  o->aggregations = 32;
+  o->cores = 24;
+  o->rate_gbps = 200;
+  o->fabric_gbps = 400;
+  o->workload = "allreduce";
+  o->bytes = 1ull << 30;
+  o->controls = {"dcqcn", "swift", "hybrid"};
+  o->unit_bytes = 16384;
+}
 
 [[noreturn]] void usage(int status) {
   std::printf(
@@ -46,12 +77,20 @@ struct Options {
       "  --k N                          fat tree arity (default 4: 16 hosts)\n"
       "  --hosts N                      star: hosts on the switch (default 16)\n"
       "  --servers N --rails N --group N  rail-optimized: servers, NICs per server, servers per ToR set\n"
+      "  --aggregations N --cores N     rail-optimized: aggregation switches per rail, core switches (default 2, 2)\n"
       "  --rate-gbps G                  host links (default 100); --fabric-gbps G switch links (default = host)\n"
       "  --delay-us D                   per-link propagation delay (default 1)\n"
       "  --cc LIST                      comma list of none, dcqcn, dcqcn-paper, swift, hybrid, timely; or all\n"
       "  --workload W                   permutation, incast, alltoall, websearch, fbhadoop, allreduce,\n"
       "                                 or file:PATH (lines \"src dst bytes start_us\")\n"
-      "  --bytes B                      flow size, or the all-reduce's bytes per rank (default 2000000)\n"
+      "  --bytes B                      flow size, or the all-reduce's bytes per GPU (default 2000000)\n"
+      "  --algorithm A                  all-reduce across hosts: auto (the library's choice), ring, rhd\n"
+      "  --nvlink-gbs G                 rail topology all-reduce: NVLink GB/s per GPU each way (default 300)\n"
+      "  --unit-bytes U                 payload per simulated packet (default 4096; larger units carry\n"
+      "                                 U/4096 packets' headers and trade accuracy for speed)\n"
+      "  --queues PREFIX                queue lengths of the 8 busiest switch ports over time: PREFIX-<cc>.csv/.png\n"
+      "  --queue-interval-us T          their sampling interval (default 1)\n"
+      "  --preset megascale-12288       MegaScale's 12,288-GPU cluster and 1 GiB all-reduce (flags after it override)\n"
       "  --load L --duration-us D       websearch/fbhadoop: load of each host link and arrival window\n"
       "  --pfc  --spray  --seed S  --end-ms T  --csv PATH (per-flow FCTs of the last control)\n");
   std::exit(status);
@@ -82,7 +121,8 @@ double number(const char* flag, const char* text, double min) {
 Options parse(int argc, char** argv) {
   Options o;
   enum { kTopology = 1000, kK, kHosts, kServers, kRails, kGroup, kRate, kFabric, kDelay, kCc, kWorkload, kBytes,
-         kLoad, kDuration, kPfc, kSpray, kSeed, kEnd, kCsv, kHelp };
+         kLoad, kDuration, kPfc, kSpray, kSeed, kEnd, kCsv, kHelp, kAggregations, kCores, kUnit, kNvlink, kAlgorithm,
+         kPreset, kQueues, kQueueInterval };
   static const option longs[] = {
       {"topology", required_argument, nullptr, kTopology}, {"k", required_argument, nullptr, kK},
       {"hosts", required_argument, nullptr, kHosts},       {"servers", required_argument, nullptr, kServers},
@@ -94,6 +134,10 @@ Options parse(int argc, char** argv) {
       {"pfc", no_argument, nullptr, kPfc},                 {"spray", no_argument, nullptr, kSpray},
       {"seed", required_argument, nullptr, kSeed},         {"end-ms", required_argument, nullptr, kEnd},
       {"csv", required_argument, nullptr, kCsv},           {"help", no_argument, nullptr, kHelp},
+      {"aggregations", required_argument, nullptr, kAggregations}, {"cores", required_argument, nullptr, kCores},
+      {"unit-bytes", required_argument, nullptr, kUnit},   {"nvlink-gbs", required_argument, nullptr, kNvlink},
+      {"algorithm", required_argument, nullptr, kAlgorithm}, {"preset", required_argument, nullptr, kPreset},
+      {"queues", required_argument, nullptr, kQueues},     {"queue-interval-us", required_argument, nullptr, kQueueInterval},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, nullptr)) != -1) {
@@ -120,6 +164,14 @@ Options parse(int argc, char** argv) {
       case kSeed: o.seed = static_cast<uint64_t>(number("--seed", optarg, 0)); break;
       case kEnd: o.end_ms = number("--end-ms", optarg, 0.001); break;
       case kCsv: o.csv = optarg; break;
+      case kAggregations: o.aggregations = static_cast<int>(number("--aggregations", optarg, 1)); break;
+      case kCores: o.cores = static_cast<int>(number("--cores", optarg, 0)); break;
+      case kUnit: o.unit_bytes = static_cast<uint32_t>(number("--unit-bytes", optarg, 64)); break;
+      case kNvlink: o.nvlink_gbs = number("--nvlink-gbs", optarg, 0.001); break;
+      case kAlgorithm: o.algorithm = optarg; break;
+      case kPreset: applyPreset(optarg, &o); break;
+      case kQueues: o.queues = optarg; break;
+      case kQueueInterval: o.queue_interval_us = number("--queue-interval-us", optarg, 0.001); break;
       case kHelp:
       case 'h': usage(0);
       default: usage(2);
@@ -130,6 +182,10 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   if (o.fabric_gbps == 0) o.fabric_gbps = o.rate_gbps;
+  if (o.unit_bytes > (1u << 20)) {
+    std::fprintf(stderr, "megascale-sim: --unit-bytes %u is above 1 MiB\n", o.unit_bytes);
+    std::exit(2);
+  }
   return o;
 }
 
@@ -165,6 +221,8 @@ void buildTopology(Network& net, const Options& o) {
     spec.servers = o.servers;
     spec.rails = o.rails;
     spec.servers_per_group = o.group;
+    spec.aggregations_per_rail = o.aggregations;
+    spec.cores = o.cores;
     spec.host_bps = links.host_bps;
     spec.fabric_bps = links.fabric_bps;
     spec.delay = links.delay;
@@ -198,55 +256,154 @@ std::vector<FlowSpec> flowsFor(const Options& o, int hosts) {
   throw std::invalid_argument("unknown workload '" + w + "'");
 }
 
+NetworkParams paramsFor(const Options& o) {
+  NetworkParams params;
+  params.pfc = o.pfc;
+  if (o.pfc) params.rto.min = 10 * kMillisecond;  // lossless: only a real fault should time out
+  params.spraying = o.spray;
+  params.seed = o.seed;
+  // A unit of U bytes stands for U / 4096 packets: it carries their headers, so the wire carries what it would.
+  params.mtu_payload = o.unit_bytes;
+  params.header_bytes = 64 * ((o.unit_bytes + 4095) / 4096);
+  return params;
+}
+
+struct Tally {
+  uint64_t resent = 0, marks = 0, pauses = 0;
+  Picoseconds paused = 0;
+};
+
+Tally tally(Network& net) {
+  Tally t;
+  for (const FlowResult& r : net.results()) t.resent += r.retransmissions;
+  for (const Port* port : net.allPorts()) {
+    t.marks += port->stats.marks;
+    t.pauses += port->stats.pauses_sent;
+    t.paused += port->stats.paused_time;
+  }
+  return t;
+}
+
+std::unique_ptr<QueueMonitor> watchSwitchQueues(Network& net, const Options& o) {
+  if (o.queues.empty()) return nullptr;
+  std::vector<const Port*> ports;
+  for (const Port* port : net.switchPorts()) ports.push_back(port);
+  return std::make_unique<QueueMonitor>(net, ports, static_cast<Picoseconds>(o.queue_interval_us * kMicrosecond));
+}
+
+void writeQueues(const QueueMonitor& monitor, const std::string& prefix, const std::string& control) {
+  const std::vector<size_t> busiest = monitor.busiest(8);
+  const std::string csv = prefix + "-" + control + ".csv", png = prefix + "-" + control + ".png";
+  std::ofstream out(csv);
+  monitor.writeCsv(out, busiest);
+  if (!out) throw std::runtime_error("cannot write " + csv);
+  monitor.writePng(png, busiest);
+  std::printf("# %s: queue lengths of the %zu busiest switch ports (%zu samples): %s, %s\n", control.c_str(),
+              busiest.size(), monitor.samples(), csv.c_str(), png.c_str());
+}
+
+// An all-reduce of o.bytes per GPU. On the rail topology it is hierarchical, as NCCL runs it on such clusters:
+// a reduce-scatter over NVLink inside each server, one all-reduce per rail across the servers on the network
+// (simulated), an all-gather over NVLink. The NVLink phases are not simulated: each moves (g - 1) / g of the data
+// at --nvlink-gbs, overlapped with the network phase as NCCL's pipelined chunks overlap them. Elsewhere every
+// host is a rank of one all-reduce.
+struct AllReduceOutcome {
+  CollectiveResult network;
+  double step_us = 0, busbw_gbs = 0;
+  int ranks = 0;
+  const char* algorithm = "";
+};
+
+AllReduceOutcome runAllReduce(Network& net, const Options& o, const ControlFactory& control, Picoseconds end) {
+  const bool rails = o.topology == "rail";
+  const int per_server = rails ? o.rails : 1;
+  std::vector<std::vector<int>> groups(static_cast<size_t>(per_server));
+  for (int h = 0; h < net.hostCount(); ++h) groups[static_cast<size_t>(h % per_server)].push_back(h);
+  ScheduleSpec spec;
+  spec.collective = Collective::kAllReduce;
+  spec.count = o.bytes / 4 / static_cast<uint64_t>(per_server);
+  spec.nranks = static_cast<int>(groups[0].size());
+  if (!parseAlgorithm(o.algorithm, &spec.algorithm)) throw std::invalid_argument("unknown algorithm '" + o.algorithm + "'");
+  spec.algorithm = chooseAlgorithm(spec, 4);
+  AllReduceOutcome out;
+  out.algorithm = algorithmName(spec.algorithm);
+  out.ranks = net.hostCount();
+  out.network = CollectiveReplay(net, groups, spec, 4, control).run(end);
+  // NCCL streams chunks through NVLink and the NICs at once, so the slower of the two sets the step time.
+  const double nvlink_s = rails ? 2.0 * (per_server - 1) / per_server * static_cast<double>(o.bytes) / (o.nvlink_gbs * 1e9) : 0;
+  const double total_s = std::max(static_cast<double>(out.network.time) / 1e12, nvlink_s);
+  out.step_us = total_s * 1e6;
+  ScheduleSpec whole = spec;
+  whole.count = o.bytes / 4;
+  whole.nranks = out.ranks;
+  double algbw = 0;
+  collectiveBandwidth(whole, 4, total_s, &algbw, &out.busbw_gbs);
+  return out;
+}
+
 int run(const Options& o) {
   for (const std::string& name : o.controls) controlNamed(name, o.rate_gbps * 1e9);  // refuse typos before running
-  std::printf("# megascale-sim: %s, %s, cc %zu control(s), %s%s\n", o.topology.c_str(), o.workload.c_str(),
-              o.controls.size(), o.pfc ? "PFC" : "no PFC", o.spray ? ", spraying" : ", ECMP");
-  std::printf("# %-12s %8s %10s %10s %10s %10s %10s %8s %8s %12s %10s\n", "cc", "flows", "done", "p50 slow",
-              "p99 slow", "max FCT us", "busbw GB/s", "drops", "resent", "events", "Mevents/s");
+  const bool allreduce = o.workload == "allreduce";
+  std::printf("# megascale-sim: %s, %s, %zu control(s), %s%s, %u-byte simulation unit\n", o.topology.c_str(),
+              o.workload.c_str(), o.controls.size(), o.pfc ? "PFC" : "no PFC", o.spray ? ", spraying" : ", ECMP",
+              o.unit_bytes);
+  if (allreduce) {
+    std::printf("# %-12s %6s %5s %11s %11s %10s %9s %7s %7s %9s %7s %9s %12s %9s %7s\n", "cc", "GPUs", "algo",
+                "network us", "step us", "busbw GB/s", "NIC busbw", "drops", "resent", "marks", "pauses", "paused us",
+                "events", "Mevents/s", "wall s");
+  } else {
+    std::printf("# %-12s %8s %8s %9s %9s %10s %7s %7s %9s %7s %9s %12s %9s\n", "cc", "flows", "done", "p50 slow",
+                "p99 slow", "max FCT us", "drops", "resent", "marks", "pauses", "paused us", "events", "Mevents/s");
+  }
   for (const std::string& name : o.controls) {
-    NetworkParams params;
-    params.pfc = o.pfc;
-    if (o.pfc) params.rto.min = 10 * kMillisecond;  // lossless: only a real fault should time out
-    params.spraying = o.spray;
-    params.seed = o.seed;
-    Network net(params);
+    const auto wall = std::chrono::steady_clock::now();
+    Network net(paramsFor(o));
     buildTopology(net, o);
     const ControlFactory control = controlNamed(name, o.rate_gbps * 1e9);
     const Picoseconds end = static_cast<Picoseconds>(o.end_ms * kMillisecond);
-    const auto wall = std::chrono::steady_clock::now();
-    double busbw = 0;
-    if (o.workload == "allreduce") {
-      std::vector<int> hosts(static_cast<size_t>(net.hostCount()));
-      for (int h = 0; h < net.hostCount(); ++h) hosts[static_cast<size_t>(h)] = h;
-      ScheduleSpec spec;
-      spec.collective = Collective::kAllReduce;
-      spec.algorithm = Algorithm::kRing;
-      spec.count = o.bytes / 4;
-      busbw = CollectiveReplay(net, hosts, spec, 4, control).run(end).busbw_gbs;
+    const std::unique_ptr<QueueMonitor> monitor = watchSwitchQueues(net, o);
+    const auto sim_start = std::chrono::steady_clock::now();
+    AllReduceOutcome ar;
+    if (allreduce) {
+      ar = runAllReduce(net, o, control, end);
     } else {
       for (const FlowSpec& f : flowsFor(o, net.hostCount())) net.addFlow(f.src, f.dst, f.bytes, f.start, control);
       net.run(end);
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - sim_start).count();
+    const double wall_s = std::chrono::duration<double>(now - wall).count();
+    const uint64_t events = net.events().processed();
+    const double rate = seconds > 0 ? static_cast<double>(events) / seconds / 1e6 : 0.0;
+    const Tally t = tally(net);
+    if (allreduce) {
+      std::printf("  %-12s %6d %5s %11.1f %11.1f %10.2f %9.2f %7llu %7llu %9llu %7llu %9.1f %12llu %9.2f %7.1f%s\n",
+                  name.c_str(), ar.ranks, ar.algorithm, static_cast<double>(ar.network.time) / kMicrosecond,
+                  ar.step_us, ar.busbw_gbs, ar.network.busbw_gbs, static_cast<unsigned long long>(net.drops()),
+                  static_cast<unsigned long long>(t.resent), static_cast<unsigned long long>(t.marks),
+                  static_cast<unsigned long long>(t.pauses), static_cast<double>(t.paused) / kMicrosecond,
+                  static_cast<unsigned long long>(events), rate, wall_s, ar.network.finished ? "" : "  (unfinished)");
+      if (monitor) writeQueues(*monitor, o.queues, name);
+      std::fflush(stdout);
+      continue;
+    }
     size_t done = 0;
-    uint64_t resent = 0;
     double max_fct = 0;
     std::vector<double> slowdowns;
     for (const FlowResult& r : net.results()) {
-      resent += r.retransmissions;
       if (r.finish == kNever) continue;
       ++done;
       const double fct = static_cast<double>(r.finish - r.start);
       max_fct = std::max(max_fct, fct / kMicrosecond);
       slowdowns.push_back(std::max(1.0, fct / static_cast<double>(idealFct(net, r.src, r.dst, r.bytes))));
     }
-    const uint64_t events = net.events().processed();
-    std::printf("  %-12s %8zu %10zu %10.2f %10.2f %10.1f %10.2f %8llu %8llu %12llu %10.2f\n", name.c_str(),
-                net.results().size(), done, percentile(slowdowns, 50), percentile(slowdowns, 99), max_fct, busbw,
-                static_cast<unsigned long long>(net.drops()), static_cast<unsigned long long>(resent),
-                static_cast<unsigned long long>(events),
-                seconds > 0 ? events / seconds / 1e6 : 0.0);
+    std::printf("  %-12s %8zu %8zu %9.2f %9.2f %10.1f %7llu %7llu %9llu %7llu %9.1f %12llu %9.2f\n", name.c_str(),
+                net.results().size(), done, percentile(slowdowns, 50), percentile(slowdowns, 99), max_fct,
+                static_cast<unsigned long long>(net.drops()), static_cast<unsigned long long>(t.resent),
+                static_cast<unsigned long long>(t.marks), static_cast<unsigned long long>(t.pauses),
+                static_cast<double>(t.paused) / kMicrosecond, static_cast<unsigned long long>(events), rate);
+    if (monitor) writeQueues(*monitor, o.queues, name);
+    std::fflush(stdout);
     if (!o.csv.empty()) {
       std::ofstream out(o.csv);
       if (!out) throw std::runtime_error("cannot write " + o.csv);

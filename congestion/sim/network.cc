@@ -25,6 +25,8 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer: a flow's ECMP choice per 
 
 // ---------------------------------------------------------------------------------------------- ports
 
+std::string Port::name() const { return "n" + std::to_string(owner_.id) + ".p" + std::to_string(index_); }
+
 bool Port::enqueue(const Packet& p) {
   if (p.kind == PacketKind::kData) {
     if (data_bytes_ + p.wire_bytes > buffer_bytes) {
@@ -104,15 +106,11 @@ void Switch::sendPfc(int port, PacketKind kind) {
   if (kind == PacketKind::kPause) ++ports[static_cast<size_t>(port)]->stats.pauses_sent;
 }
 
-void Switch::setRoutes(const std::vector<std::vector<int>>& per_destination) {
-  route_lists_.clear();
-  route_of_.assign(per_destination.size(), 0);
-  std::map<std::vector<int>, uint32_t> known;
-  for (size_t dst = 0; dst < per_destination.size(); ++dst) {
-    auto [it, added] = known.emplace(per_destination[dst], static_cast<uint32_t>(route_lists_.size()));
-    if (added) route_lists_.push_back(per_destination[dst]);
-    route_of_[dst] = it->second;
-  }
+void Switch::setRoute(int dst, const std::vector<int>& ports) {
+  if (route_of_.size() <= static_cast<size_t>(dst)) route_of_.resize(static_cast<size_t>(dst) + 1, 0);
+  auto [it, added] = route_index_.emplace(ports, static_cast<uint32_t>(route_lists_.size()));
+  if (added) route_lists_.push_back(ports);
+  route_of_[static_cast<size_t>(dst)] = it->second;
 }
 
 void Switch::receive(const Packet& arrived, int in_port) {
@@ -391,8 +389,9 @@ void Network::connect(int a, int b, double rate_bps, Picoseconds delay) {
 
 void Network::computeRoutes() {
   constexpr int kFar = std::numeric_limits<int>::max();
-  std::vector<std::vector<std::vector<int>>> routes(switches_.size(), std::vector<std::vector<int>>(hosts_.size()));
-  std::vector<int> dist(nodes_.size()), frontier, next;
+  std::vector<bool> is_host(nodes_.size(), false);
+  for (int n : host_nodes_) is_host[static_cast<size_t>(n)] = true;
+  std::vector<int> dist(nodes_.size()), frontier, next, ports;
   for (size_t h = 0; h < hosts_.size(); ++h) {
     std::fill(dist.begin(), dist.end(), kFar);
     frontier = {host_nodes_[h]};
@@ -400,7 +399,7 @@ void Network::computeRoutes() {
     for (int d = 1; !frontier.empty(); ++d) {  // breadth first; hosts other than h do not forward
       next.clear();
       for (int n : frontier) {
-        if (d > 1 && dynamic_cast<Host*>(nodes_[static_cast<size_t>(n)].get()) != nullptr) continue;
+        if (d > 1 && is_host[static_cast<size_t>(n)]) continue;
         for (const auto& port : nodes_[static_cast<size_t>(n)]->ports) {
           int& pd = dist[static_cast<size_t>(port->peer->id)];
           if (pd == kFar) {
@@ -411,16 +410,15 @@ void Network::computeRoutes() {
       }
       frontier.swap(next);
     }
-    for (size_t i = 0; i < switches_.size(); ++i) {
-      const Switch* s = switches_[i];
+    for (Switch* s : switches_) {
       const int mine = dist[static_cast<size_t>(s->id)];
-      if (mine == kFar) continue;
-      for (size_t p = 0; p < s->ports.size(); ++p) {
-        if (dist[static_cast<size_t>(s->ports[p]->peer->id)] == mine - 1) routes[i][h].push_back(static_cast<int>(p));
+      ports.clear();
+      for (size_t p = 0; mine != kFar && p < s->ports.size(); ++p) {
+        if (dist[static_cast<size_t>(s->ports[p]->peer->id)] == mine - 1) ports.push_back(static_cast<int>(p));
       }
+      s->setRoute(static_cast<int>(h), ports);
     }
   }
-  for (size_t i = 0; i < switches_.size(); ++i) switches_[i]->setRoutes(routes[i]);
 }
 
 void Network::configureSwitchPorts(const std::function<void(Port&)>& configure) {
@@ -433,6 +431,14 @@ std::vector<Port*> Network::allPorts() {
   std::vector<Port*> ports;
   for (auto& n : nodes_) {
     for (auto& p : n->ports) ports.push_back(p.get());
+  }
+  return ports;
+}
+
+std::vector<Port*> Network::switchPorts() {
+  std::vector<Port*> ports;
+  for (Switch* s : switches_) {
+    for (auto& p : s->ports) ports.push_back(p.get());
   }
   return ports;
 }

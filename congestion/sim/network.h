@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -74,6 +75,8 @@ class Port : public EventHandler {
   uint64_t dataQueueBytes() const { return data_bytes_; }
   bool dataQueueEmpty() const { return data_.empty(); }
   double rateBps() const { return rate_bps_; }
+  /// "n<node id>.p<port index>": names the port in CSV files and messages.
+  std::string name() const;
   Picoseconds delay() const { return delay_; }
 
  private:
@@ -111,9 +114,9 @@ class Switch : public Node {
   void onDataDequeued(const Packet& p) override;
   /// The ports on a shortest path to host `dst` (empty when unreachable).
   const std::vector<int>& route(int dst) const { return route_lists_[route_of_[static_cast<size_t>(dst)]]; }
-  /// Sets every destination's ports; destinations with the same ports share one list (all hosts behind one
-  /// remote switch do), so a switch's table is 4 bytes per host and stays in cache.
-  void setRoutes(const std::vector<std::vector<int>>& per_destination);
+  /// Sets a destination's ports; destinations with the same ports share one list (all hosts behind one remote
+  /// switch do), so a switch's table is 4 bytes per host and stays in cache.
+  void setRoute(int dst, const std::vector<int>& ports);
 
  private:
   void sendPfc(int port, PacketKind kind);
@@ -123,6 +126,7 @@ class Switch : public Node {
   uint64_t sprayed_ = 0;
   std::vector<uint32_t> route_of_;              // per destination host: index into route_lists_
   std::vector<std::vector<int>> route_lists_;
+  std::map<std::vector<int>, uint32_t> route_index_;  // route_lists_ by content
   std::vector<uint64_t> ingress_bytes_;  // PFC: data bytes queued here per ingress port
   std::vector<bool> pausing_;            // PFC: ingress ports whose upstream we have paused
 };
@@ -210,6 +214,7 @@ class Network {
   Host& host(int index) { return *hosts_[static_cast<size_t>(index)]; }
   int hostNode(int index) const { return host_nodes_[static_cast<size_t>(index)]; }
   std::vector<Port*> allPorts();
+  std::vector<Port*> switchPorts();
   /// The egress ports a packet from host `src` to host `dst` crosses (the first of equal-cost choices); empty
   /// when unreachable.
   std::vector<const Port*> path(int src, int dst);
