@@ -6,7 +6,15 @@ namespace megascale::congestion {
 
 void SelectiveRepeat::onSend(uint64_t seq, Picoseconds now) {
   next_expected_ = std::max(next_expected_, seq + 1);
-  Packet& p = outstanding_[seq];
+  if (window_.empty()) base_ = seq;
+  for (; seq < base_; --base_) window_.emplace_front();
+  while (seq - base_ >= window_.size()) window_.emplace_back();
+  Packet& p = window_[seq - base_];
+  if (!p.outstanding) {
+    p.outstanding = true;
+    p.transmissions = 0;
+    ++outstanding_;
+  }
   p.sent_at = now;
   ++p.transmissions;
   p.fast_retransmitted = false;
@@ -15,12 +23,17 @@ void SelectiveRepeat::onSend(uint64_t seq, Picoseconds now) {
 
 AckOutcome SelectiveRepeat::onAck(uint64_t seq, Picoseconds now) {
   AckOutcome out;
-  auto it = outstanding_.find(seq);
-  if (it == outstanding_.end()) return out;  // a duplicate, or an ACK of something never sent
+  Packet* p = find(seq);
+  if (p == nullptr || !p->outstanding) return out;  // a duplicate, or an ACK of something never sent
   out.new_data = true;
-  out.rtt_valid = it->second.transmissions == 1;
-  if (out.rtt_valid) out.rtt = now - it->second.sent_at;
-  outstanding_.erase(it);
+  out.rtt_valid = p->transmissions == 1;
+  if (out.rtt_valid) out.rtt = now - p->sent_at;
+  p->outstanding = false;
+  --outstanding_;
+  while (!window_.empty() && !window_.front().outstanding) {
+    window_.pop_front();
+    ++base_;
+  }
   if (!any_acked_ || seq > highest_acked_) highest_acked_ = seq;
   any_acked_ = true;
   return out;
@@ -30,11 +43,11 @@ std::vector<uint64_t> SelectiveRepeat::overtaken() {
   std::vector<uint64_t> resend;
   if (!any_acked_) return resend;
   const auto threshold = static_cast<uint64_t>(reorder_threshold_);
-  for (auto it = outstanding_.begin(); it != outstanding_.end() && it->first + threshold <= highest_acked_; ++it) {
-    Packet& p = it->second;
-    if (!p.fast_retransmitted && highest_acked_ >= p.last_sent_before + threshold) {
+  for (size_t i = 0; i < window_.size() && base_ + i + threshold <= highest_acked_; ++i) {
+    Packet& p = window_[i];
+    if (p.outstanding && !p.fast_retransmitted && highest_acked_ >= p.last_sent_before + threshold) {
       p.fast_retransmitted = true;
-      resend.push_back(it->first);
+      resend.push_back(base_ + i);
     }
   }
   return resend;
@@ -42,8 +55,8 @@ std::vector<uint64_t> SelectiveRepeat::overtaken() {
 
 std::vector<uint64_t> SelectiveRepeat::timedOut(Picoseconds now, Picoseconds rto) const {
   std::vector<uint64_t> resend;
-  for (const auto& [seq, p] : outstanding_) {
-    if (now - p.sent_at >= rto) resend.push_back(seq);
+  for (size_t i = 0; i < window_.size(); ++i) {
+    if (window_[i].outstanding && now - window_[i].sent_at >= rto) resend.push_back(base_ + i);
   }
   return resend;
 }
@@ -58,7 +71,9 @@ std::vector<uint64_t> SelectiveRepeat::lost(Picoseconds now, Picoseconds rto) {
 
 Picoseconds SelectiveRepeat::nextTimeout(Picoseconds rto) const {
   Picoseconds next = kNever;
-  for (const auto& [seq, p] : outstanding_) next = std::min(next, p.sent_at + rto);
+  for (const Packet& p : window_) {
+    if (p.outstanding) next = std::min(next, p.sent_at + rto);
+  }
   return next;
 }
 

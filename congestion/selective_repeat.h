@@ -7,7 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <vector>
 
 #include "congestion/sender_control.h"
@@ -38,19 +38,27 @@ class SelectiveRepeat {
   /// The earliest time a timeout can fire for the outstanding packets, kNever if none.
   Picoseconds nextTimeout(Picoseconds rto) const;
 
-  size_t outstanding() const { return outstanding_.size(); }
+  size_t outstanding() const { return outstanding_; }
   /// Every sequence number below this is acknowledged.
-  uint64_t cumulativeAck() const { return outstanding_.empty() ? next_expected_ : outstanding_.begin()->first; }
+  uint64_t cumulativeAck() const { return outstanding_ == 0 ? next_expected_ : base_; }
 
  private:
   struct Packet {
     Picoseconds sent_at = 0;
     int transmissions = 0;
+    bool outstanding = false;         // sent and not acknowledged
     bool fast_retransmitted = false;  // in its current transmission
     uint64_t last_sent_before = 0;    // the highest sequence sent when this transmission left
   };
+  // The window [base_, base_ + window_.size()) from the oldest outstanding packet: sequence numbers are sent
+  // mostly in order, so a deque indexed by seq - base_ replaces a search tree (no allocation per packet).
+  Packet* find(uint64_t seq) {
+    return seq >= base_ && seq - base_ < window_.size() ? &window_[seq - base_] : nullptr;
+  }
   int reorder_threshold_;
-  std::map<uint64_t, Packet> outstanding_;
+  std::deque<Packet> window_;
+  uint64_t base_ = 0;
+  size_t outstanding_ = 0;
   uint64_t highest_acked_ = 0;
   bool any_acked_ = false;
   uint64_t next_expected_ = 0;  // one past the highest sequence sent
