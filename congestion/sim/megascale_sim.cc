@@ -38,7 +38,7 @@ struct Options {
   bool pfc = false, spray = false;
   uint64_t seed = 1;
   std::string csv;
-  uint32_t unit_bytes = 4096;  // simulation unit (payload per simulated packet)
+  uint32_t unit_packets = 1;  // simulation unit: packets per simulated train
   double nvlink_gbs = 300;     // rail all-reduce: per-GPU NVLink bandwidth each way
   std::string algorithm = "auto";
   std::string queues;  // prefix of the queue-length CSV and PNG
@@ -67,7 +67,7 @@ void applyPreset(const std::string& name, Options* o) {
   o->workload = "allreduce";
   o->bytes = 1ull << 30;
   o->controls = {"dcqcn", "swift", "hybrid"};
-  o->unit_bytes = 16384;
+  o->unit_packets = 16;
 }
 
 [[noreturn]] void usage(int status) {
@@ -86,8 +86,8 @@ void applyPreset(const std::string& name, Options* o) {
       "  --bytes B                      flow size, or the all-reduce's bytes per GPU (default 2000000)\n"
       "  --algorithm A                  all-reduce across hosts: auto (the library's choice), ring, rhd\n"
       "  --nvlink-gbs G                 rail topology all-reduce: NVLink GB/s per GPU each way (default 300)\n"
-      "  --unit-bytes U                 payload per simulated packet (default 4096; larger units carry\n"
-      "                                 U/4096 packets' headers and trade accuracy for speed)\n"
+      "  --unit-packets N               simulate N 4 KiB packets of a flow as one train (default 1): fewer\n"
+      "                                 events, less accuracy (docs/congestion.md measures it)\n"
       "  --queues PREFIX                queue lengths of the 8 busiest switch ports over time: PREFIX-<cc>.csv/.png\n"
       "  --queue-interval-us T          their sampling interval (default 1)\n"
       "  --preset megascale-12288       MegaScale's 12,288-GPU cluster and 1 GiB all-reduce (flags after it override)\n"
@@ -135,7 +135,7 @@ Options parse(int argc, char** argv) {
       {"seed", required_argument, nullptr, kSeed},         {"end-ms", required_argument, nullptr, kEnd},
       {"csv", required_argument, nullptr, kCsv},           {"help", no_argument, nullptr, kHelp},
       {"aggregations", required_argument, nullptr, kAggregations}, {"cores", required_argument, nullptr, kCores},
-      {"unit-bytes", required_argument, nullptr, kUnit},   {"nvlink-gbs", required_argument, nullptr, kNvlink},
+      {"unit-packets", required_argument, nullptr, kUnit},   {"nvlink-gbs", required_argument, nullptr, kNvlink},
       {"algorithm", required_argument, nullptr, kAlgorithm}, {"preset", required_argument, nullptr, kPreset},
       {"queues", required_argument, nullptr, kQueues},     {"queue-interval-us", required_argument, nullptr, kQueueInterval},
       {nullptr, 0, nullptr, 0}};
@@ -166,7 +166,7 @@ Options parse(int argc, char** argv) {
       case kCsv: o.csv = optarg; break;
       case kAggregations: o.aggregations = static_cast<int>(number("--aggregations", optarg, 1)); break;
       case kCores: o.cores = static_cast<int>(number("--cores", optarg, 0)); break;
-      case kUnit: o.unit_bytes = static_cast<uint32_t>(number("--unit-bytes", optarg, 64)); break;
+      case kUnit: o.unit_packets = static_cast<uint32_t>(number("--unit-packets", optarg, 1)); break;
       case kNvlink: o.nvlink_gbs = number("--nvlink-gbs", optarg, 0.001); break;
       case kAlgorithm: o.algorithm = optarg; break;
       case kPreset: applyPreset(optarg, &o); break;
@@ -182,8 +182,8 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   if (o.fabric_gbps == 0) o.fabric_gbps = o.rate_gbps;
-  if (o.unit_bytes > (1u << 20)) {
-    std::fprintf(stderr, "megascale-sim: --unit-bytes %u is above 1 MiB\n", o.unit_bytes);
+  if (o.unit_packets > 256) {
+    std::fprintf(stderr, "megascale-sim: --unit-packets %u is above 256 (1 MiB)\n", o.unit_packets);
     std::exit(2);
   }
   return o;
@@ -262,9 +262,7 @@ NetworkParams paramsFor(const Options& o) {
   if (o.pfc) params.rto.min = 10 * kMillisecond;  // lossless: only a real fault should time out
   params.spraying = o.spray;
   params.seed = o.seed;
-  // A unit of U bytes stands for U / 4096 packets: it carries their headers, so the wire carries what it would.
-  params.mtu_payload = o.unit_bytes;
-  params.header_bytes = 64 * ((o.unit_bytes + 4095) / 4096);
+  params.unit_packets = o.unit_packets;
   return params;
 }
 
@@ -344,9 +342,9 @@ AllReduceOutcome runAllReduce(Network& net, const Options& o, const ControlFacto
 int run(const Options& o) {
   for (const std::string& name : o.controls) controlNamed(name, o.rate_gbps * 1e9);  // refuse typos before running
   const bool allreduce = o.workload == "allreduce";
-  std::printf("# megascale-sim: %s, %s, %zu control(s), %s%s, %u-byte simulation unit\n", o.topology.c_str(),
-              o.workload.c_str(), o.controls.size(), o.pfc ? "PFC" : "no PFC", o.spray ? ", spraying" : ", ECMP",
-              o.unit_bytes);
+  std::printf("# megascale-sim: %s, %s, %zu control(s), %s%s, %u packet(s) per simulated unit\n",
+              o.topology.c_str(), o.workload.c_str(), o.controls.size(), o.pfc ? "PFC" : "no PFC",
+              o.spray ? ", spraying" : ", ECMP", o.unit_packets);
   if (allreduce) {
     std::printf("# %-12s %6s %5s %11s %11s %10s %9s %7s %7s %9s %7s %9s %12s %9s %7s\n", "cc", "GPUs", "algo",
                 "network us", "step us", "busbw GB/s", "NIC busbw", "drops", "resent", "marks", "pauses", "paused us",

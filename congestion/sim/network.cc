@@ -43,6 +43,27 @@ bool Port::enqueue(const Packet& p) {
   return true;
 }
 
+void Port::mark(Packet& p) {
+  const uint32_t packets = net_.packetsIn(p.payload);
+  if (packets == 1) {
+    if (!p.ecn && shouldMark(data_bytes_, ecn, net_.uniform())) {
+      p.ecn = true;
+      p.ecn_marks = 1;
+      ++stats.marks;
+    }
+    return;
+  }
+  const double probability = markingProbability(data_bytes_, ecn);
+  if (probability <= 0) return;
+  const uint32_t unmarked = packets - p.ecn_marks;
+  for (uint32_t i = 0; i < unmarked; ++i) {
+    if (net_.uniform() >= probability) continue;
+    ++p.ecn_marks;
+    ++stats.marks;
+  }
+  p.ecn = p.ecn_marks > 0;
+}
+
 void Port::setPaused(bool paused) {
   if (paused == paused_) return;
   const Picoseconds now = net_.events().now();
@@ -65,25 +86,31 @@ void Port::startNext() {
     data_.pop_front();
     data_bytes_ -= p.wire_bytes;
     owner_.onDataDequeued(p);
-    // Marked at dequeue, on the queue the packet leaves behind (as the HPCC simulator's switch does).
-    if (marks_ecn && !p.ecn && shouldMark(data_bytes_, ecn, net_.uniform())) {
-      p.ecn = true;
-      ++stats.marks;
-    }
+    // Marked at dequeue, on the queue the packet leaves behind (as the HPCC simulator's switch does); each packet
+    // of a train is marked on its own.
+    if (marks_ecn) mark(p);
   } else {
     busy_ = false;
     return;
   }
   busy_ = true;
   const Picoseconds now = net_.events().now();
-  const Picoseconds wire = serializationTime(p.wire_bytes, rate_bps_);
+  Picoseconds done = now + serializationTime(p.wire_bytes, rate_bps_);
+  Picoseconds head = done;  // when the next node can start on it
+  const NetworkParams& params = net_.params();
+  if (p.kind == PacketKind::kData && p.payload > params.mtu_payload) {  // a train: forwarded packet by packet
+    const uint32_t last_payload = p.payload - (p.payload - 1) / params.mtu_payload * params.mtu_payload;
+    head = now + serializationTime(params.mtu_payload + params.header_bytes, rate_bps_);
+    done = std::max(done, p.tail_at + serializationTime(last_payload + params.header_bytes, rate_bps_));
+  }
   stats.tx_bytes += p.wire_bytes;
-  net_.events().schedule(now + wire, this, kTxDone);
+  net_.events().schedule(done, this, kTxDone);
   if (down_) {  // sent into a dead link: lost
     ++stats.drops;
     return;
   }
-  net_.events().schedule(now + wire + delay_, this, kArrive, net_.park(p));
+  p.tail_at = done + delay_;
+  net_.events().schedule(peer->is_host ? p.tail_at : head + delay_, this, kArrive, net_.park(p));
 }
 
 void Port::onEvent(int kind, uint64_t arg) {
@@ -178,7 +205,6 @@ void Host::trySend() {
   Port& nic = *ports[0];
   if (!nic.dataQueueEmpty()) return;
   const Picoseconds now = net_.events().now();
-  const NetworkParams& params = net_.params();
   Picoseconds earliest = kNever;
   std::erase_if(active_, [&](uint32_t id) {
     Network::Flow& f = net_.flow(id);
@@ -204,19 +230,20 @@ void Host::trySend() {
     } else {
       seq = f.next_seq++;
     }
-    const uint32_t payload = f.payloadOf(seq, params.mtu_payload);
+    const uint32_t payload = f.payloadOf(seq, net_.unitPayload());
     Packet p;
     p.kind = PacketKind::kData;
-    p.wire_bytes = payload + params.header_bytes;
+    p.wire_bytes = net_.dataWireBytes(payload);
     p.payload = payload;
     p.flow = id;
     p.seq = seq;
     p.src = index_;
     p.dst = f.result.dst;
     p.sent_at = now;
-    ++f.in_flight;
+    const uint32_t packets = net_.packetsIn(payload);
+    f.in_flight += packets;
     f.reliability.onSend(seq, now);
-    f.next_send = now + f.control->pacingGap(p.wire_bytes);
+    f.next_send = now + packets * f.control->pacingGap(p.wire_bytes / packets);
     f.control->onSent(now, p.wire_bytes);
     armTimer(id);
     armRetransmitTimer(id);
@@ -245,7 +272,7 @@ void Host::queueLost(uint32_t id, const std::vector<uint64_t>& seqs) {
     if (f.queued[seq]) continue;
     f.queued[seq] = true;
     f.resend.push_back(seq);
-    --f.in_flight;  // it left the network
+    f.in_flight -= net_.packetsIn(f.payloadOf(seq, net_.unitPayload()));  // it left the network
   }
 }
 
@@ -284,7 +311,7 @@ void Host::onAck(const Packet& p) {
     f.queued[p.seq] = false;
     f.resend.erase(std::find(f.resend.begin(), f.resend.end(), p.seq));
   } else {
-    --f.in_flight;
+    f.in_flight -= net_.packetsIn(p.payload);
   }
   f.acked += p.payload;
   if (outcome.rtt_valid) f.rto.onSample(outcome.rtt);
@@ -293,9 +320,13 @@ void Host::onAck(const Packet& p) {
   AckEvent event;
   event.now = now;
   event.rtt = outcome.rtt_valid ? outcome.rtt : 0;  // Karn: no sample from a resent packet
-  event.acked_bytes = p.payload;
-  event.ecn_echo = p.ecn;
-  f.control->onAck(event);
+  // The control hears a train's ACK as one ACK per packet, each with its own ECN echo.
+  const uint32_t packets = net_.packetsIn(p.payload), mtu = net_.params().mtu_payload;
+  for (uint32_t i = 0; i < packets; ++i) {
+    event.acked_bytes = i + 1 < packets ? mtu : p.payload - (packets - 1) * mtu;
+    event.ecn_echo = i < p.ecn_marks;
+    f.control->onAck(event);
+  }
   const std::vector<uint64_t> lost = f.reliability.overtaken();
   if (!lost.empty()) {
     f.control->onLoss(now);
@@ -361,6 +392,7 @@ void Host::onEvent(int kind, uint64_t arg) {
 int Network::addHost() {
   auto host = std::make_unique<Host>(*this, static_cast<int>(hosts_.size()));
   host->id = static_cast<int>(nodes_.size());
+  host->is_host = true;
   hosts_.push_back(host.get());
   host_nodes_.push_back(host->id);
   nodes_.push_back(std::move(host));
@@ -505,7 +537,7 @@ uint32_t Network::Flow::payloadOf(uint64_t seq, uint32_t mtu) const {
 uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picoseconds start, const ControlFactory& control) {
   const uint32_t id = addConnection(src_host, dst_host, control);
   Flow& f = flows_[id];
-  appendMessage(f, bytes, params_.mtu_payload);
+  appendMessage(f, bytes, unitPayload());
   f.result.start = start;
   f.next_send = start;
   results_[id] = f.result;
@@ -517,7 +549,7 @@ uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picosecond
 void Network::send(uint32_t id, uint64_t bytes) {
   Flow& f = flows_.at(id);
   if (f.result.failed) return;
-  appendMessage(f, bytes, params_.mtu_payload);
+  appendMessage(f, bytes, unitPayload());
   results_[id] = f.result;
   ++unfinished_;
   hosts_[static_cast<size_t>(f.result.src)]->activate(id);

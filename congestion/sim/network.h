@@ -35,12 +35,14 @@ enum class PacketKind : uint8_t { kData, kAck, kCnp, kPause, kResume };
 struct Packet {
   PacketKind kind = PacketKind::kData;
   bool ecn = false;       // data: marked on the way; ACK: the echo
+  uint16_t ecn_marks = 0;  // how many of a train's packets are marked (0 or 1 for a single packet)
   uint32_t wire_bytes = 0;
   uint32_t payload = 0;   // data bytes carried (echoed in the ACK)
   uint32_t flow = 0;
   uint64_t seq = 0;       // data: packet number within its flow (ACKs echo it)
   int src = 0, dst = 0;   // host indices
   Picoseconds sent_at = 0;  // data: when the sender sent it (echoed for the RTT)
+  Picoseconds tail_at = 0;  // a train on its way: when its last packet is in at the node it goes to
   int in_port = -1;         // inside a switch: the port it came in by (PFC accounts per ingress port)
 };
 
@@ -81,6 +83,7 @@ class Port : public EventHandler {
 
  private:
   void startNext();
+  void mark(Packet& p);
 
   Network& net_;
   Node& owner_;
@@ -105,6 +108,7 @@ class Node {
   virtual void onDataDequeued(const Packet&) {}
   std::vector<std::unique_ptr<Port>> ports;
   int id = 0;
+  bool is_host = false;
 };
 
 class Switch : public Node {
@@ -169,6 +173,12 @@ class Host : public Node, public EventHandler {
 struct NetworkParams {
   uint32_t mtu_payload = 4096;
   uint32_t header_bytes = 64;   // per data packet on the wire
+  /// The simulation unit, in packets: senders emit up to this many MTU packets of a message as one train, one
+  /// event per hop instead of one per packet. A switch forwards a train packet by packet as a train of real packets
+  /// would go: it starts once the first packet has arrived and cannot finish before the last has; hosts take it
+  /// when the last packet is in. What a train loses is interleaving with other flows' packets inside it, and
+  /// congestion control, ECN marks and ACKs per train instead of per packet.
+  uint32_t unit_packets = 1;
   uint32_t control_bytes = 64;  // ACK and CNP size
   Picoseconds cnp_interval = 50 * kMicrosecond;
   uint64_t seed = 1;
@@ -210,6 +220,12 @@ class Network {
   EventQueue& events() { return events_; }
   const NetworkParams& params() const { return params_; }
   int hostCount() const { return static_cast<int>(hosts_.size()); }
+  /// Payload bytes of one simulated data unit (a train of unit_packets packets).
+  uint32_t unitPayload() const { return params_.mtu_payload * params_.unit_packets; }
+  /// Wire bytes of a data unit carrying `payload`: one header per packet.
+  uint32_t dataWireBytes(uint32_t payload) const { return payload + packetsIn(payload) * params_.header_bytes; }
+  /// Real packets in a data unit carrying `payload`.
+  uint32_t packetsIn(uint32_t payload) const { return (payload + params_.mtu_payload - 1) / params_.mtu_payload; }
   Node& node(int id) { return *nodes_[static_cast<size_t>(id)]; }
   Host& host(int index) { return *hosts_[static_cast<size_t>(index)]; }
   int hostNode(int index) const { return host_nodes_[static_cast<size_t>(index)]; }
@@ -234,7 +250,7 @@ class Network {
     std::unique_ptr<SenderControl> control;
     uint64_t acked = 0;            // bytes acknowledged
     uint64_t next_seq = 0;         // the first packet never sent
-    uint32_t in_flight = 0;        // packets sent and neither acknowledged nor declared lost
+    uint32_t in_flight = 0;        // packets (not units) sent and neither acknowledged nor declared lost
     Picoseconds next_send = 0;
     Picoseconds timer_armed = kNever;       // the control's timer
     Picoseconds retransmit_armed = kNever;  // the retransmit timer
@@ -267,7 +283,7 @@ class Network {
   std::vector<Host*> hosts_;
   std::vector<int> host_nodes_;
   std::vector<Switch*> switches_;
-  std::vector<Flow> flows_;
+  std::deque<Flow> flows_;  // a deque: references stay valid while callbacks add connections
   std::vector<FlowResult> results_;
   size_t unfinished_ = 0;  // messages not yet complete
   std::vector<Packet> parked_;
