@@ -18,6 +18,7 @@
 #include "congestion/sim/collective_replay.h"
 #include "congestion/sim/metrics.h"
 #include "congestion/sim/queue_monitor.h"
+#include "congestion/sim/rail_allreduce.h"
 #include "congestion/sim/topology.h"
 #include "congestion/sim/workload.h"
 #include "congestion/swift.h"
@@ -300,11 +301,8 @@ void writeQueues(const QueueMonitor& monitor, const std::string& prefix, const s
               busiest.size(), monitor.samples(), csv.c_str(), png.c_str());
 }
 
-// An all-reduce of o.bytes per GPU. On the rail topology it is hierarchical, as NCCL runs it on such clusters:
-// a reduce-scatter over NVLink inside each server, one all-reduce per rail across the servers on the network
-// (simulated), an all-gather over NVLink. The NVLink phases are not simulated: each moves (g - 1) / g of the data
-// at --nvlink-gbs, overlapped with the network phase as NCCL's pipelined chunks overlap them. Elsewhere every
-// host is a rank of one all-reduce.
+// An all-reduce of o.bytes per GPU: on the rail topology hierarchical (rail_allreduce.h); elsewhere every host is
+// a rank of one all-reduce.
 struct AllReduceOutcome {
   CollectiveResult network;
   double step_us = 0, busbw_gbs = 0;
@@ -313,29 +311,18 @@ struct AllReduceOutcome {
 };
 
 AllReduceOutcome runAllReduce(Network& net, const Options& o, const ControlFactory& control, Picoseconds end) {
-  const bool rails = o.topology == "rail";
-  const int per_server = rails ? o.rails : 1;
-  std::vector<std::vector<int>> groups(static_cast<size_t>(per_server));
-  for (int h = 0; h < net.hostCount(); ++h) groups[static_cast<size_t>(h % per_server)].push_back(h);
-  ScheduleSpec spec;
-  spec.collective = Collective::kAllReduce;
-  spec.count = o.bytes / 4 / static_cast<uint64_t>(per_server);
-  spec.nranks = static_cast<int>(groups[0].size());
+  RailAllReduceSpec spec;
+  spec.rails = o.topology == "rail" ? o.rails : 1;
+  spec.bytes_per_gpu = o.bytes;
+  spec.nvlink_bytes_per_s = o.nvlink_gbs * 1e9;
   if (!parseAlgorithm(o.algorithm, &spec.algorithm)) throw std::invalid_argument("unknown algorithm '" + o.algorithm + "'");
-  spec.algorithm = chooseAlgorithm(spec, 4);
+  const RailAllReduceResult r = runRailAllReduce(net, spec, control, end);
   AllReduceOutcome out;
-  out.algorithm = algorithmName(spec.algorithm);
+  out.network = r.network;
+  out.algorithm = algorithmName(r.algorithm);
   out.ranks = net.hostCount();
-  out.network = CollectiveReplay(net, groups, spec, 4, control).run(end);
-  // NCCL streams chunks through NVLink and the NICs at once, so the slower of the two sets the step time.
-  const double nvlink_s = rails ? 2.0 * (per_server - 1) / per_server * static_cast<double>(o.bytes) / (o.nvlink_gbs * 1e9) : 0;
-  const double total_s = std::max(static_cast<double>(out.network.time) / 1e12, nvlink_s);
-  out.step_us = total_s * 1e6;
-  ScheduleSpec whole = spec;
-  whole.count = o.bytes / 4;
-  whole.nranks = out.ranks;
-  double algbw = 0;
-  collectiveBandwidth(whole, 4, total_s, &algbw, &out.busbw_gbs);
+  out.step_us = r.step_s * 1e6;
+  out.busbw_gbs = r.busbw_gbs;
   return out;
 }
 

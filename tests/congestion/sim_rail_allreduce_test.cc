@@ -1,0 +1,88 @@
+// The hierarchical all-reduce on a rail-optimized cluster, and the simulation unit: trains of 16 packets give the
+// times that single packets give, to within a few percent, for a latency-bound ring and for halving-doubling,
+// whose far partners collide on ToR uplinks (docs/congestion.md, "simulation unit").
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "congestion/dcqcn.h"
+#include "congestion/hybrid.h"
+#include "congestion/sim/rail_allreduce.h"
+#include "congestion/sim/topology.h"
+#include "congestion/swift.h"
+
+namespace megascale::congestion::sim {
+namespace {
+
+// 16 servers x 2 rails, 8 servers per ToR set, non-blocking (8 x 200G down, 4 x 400G up per ToR).
+RailAllReduceResult run(Algorithm algorithm, uint32_t unit_packets, const ControlFactory& control) {
+  NetworkParams params;
+  params.unit_packets = unit_packets;
+  Network net(params);
+  RailSpec rail;
+  rail.servers = 16;
+  rail.rails = 2;
+  rail.servers_per_group = 8;
+  rail.aggregations_per_rail = 4;
+  rail.host_bps = 200e9;
+  rail.fabric_bps = 400e9;
+  buildRailOptimized(net, rail);
+  net.configureSwitchPorts([](Port& port) {
+    port.marks_ecn = true;
+    port.ecn = EcnThresholds::scaledTo(port.rateBps());
+  });
+  RailAllReduceSpec spec;
+  spec.rails = 2;
+  spec.bytes_per_gpu = 32 << 20;
+  spec.algorithm = algorithm;
+  return runRailAllReduce(net, spec, control, 1 * kSecond);
+}
+
+ControlFactory swift() {
+  SwiftParams p;
+  p.line_rate_bps = 200e9;
+  return [p] { return std::make_unique<Swift>(p); };
+}
+
+ControlFactory hybrid() {
+  HybridParams p;
+  p.swift.line_rate_bps = 200e9;
+  return [p] { return std::make_unique<Hybrid>(p); };
+}
+
+TEST(RailAllReduce, RingOverRailsRunsNearTheNicRate) {
+  const RailAllReduceResult r = run(Algorithm::kRing, 1, swift());
+  ASSERT_TRUE(r.network.finished);
+  const double nic_payload_gbs = 200e9 / 8 * 4096 / 4160 / 1e9;
+  std::printf("ring over 2 rails x 16 servers, 32 MiB per GPU: network %.1f us, NIC busbw %.2f GB/s (payload rate "
+              "%.2f), step %.1f us, busbw %.1f GB/s\n",
+              r.network.time / 1e6, r.network.busbw_gbs, nic_payload_gbs, r.step_s * 1e6, r.busbw_gbs);
+  EXPECT_GT(r.network.busbw_gbs, 0.8 * nic_payload_gbs);
+  EXPECT_LE(r.network.busbw_gbs, nic_payload_gbs);
+  // busbw of the whole: 2 rails' NICs carry it, so it is about rails x the NIC's (NVLink is faster here).
+  EXPECT_NEAR(r.busbw_gbs, 2 * r.network.busbw_gbs * (2.0 * 31 / 32) / (2.0 * 15 / 16), 0.05 * r.busbw_gbs);
+}
+
+TEST(RailAllReduce, TrainsOfSixteenPacketsMatchSinglePackets) {
+  struct Case {
+    const char* name;
+    Algorithm algorithm;
+    ControlFactory control;
+  };
+  const Case cases[] = {{"ring, dcqcn", Algorithm::kRing, [] { return std::make_unique<Dcqcn>(DcqcnParams::firmware(200e9)); }},
+                        {"ring, hybrid", Algorithm::kRing, hybrid()},
+                        {"halving-doubling, swift", Algorithm::kRecursiveHalvingDoubling, swift()},
+                        {"halving-doubling, hybrid", Algorithm::kRecursiveHalvingDoubling, hybrid()}};
+  for (const Case& c : cases) {
+    const RailAllReduceResult packets = run(c.algorithm, 1, c.control), trains = run(c.algorithm, 16, c.control);
+    ASSERT_TRUE(packets.network.finished && trains.network.finished) << c.name;
+    const double error = static_cast<double>(trains.network.time) / static_cast<double>(packets.network.time) - 1;
+    std::printf("%s: %.1f us with packets, %.1f us with 16-packet trains (%+.1f%%)\n", c.name,
+                packets.network.time / 1e6, trains.network.time / 1e6, 100 * error);
+    EXPECT_LT(std::fabs(error), 0.05) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace megascale::congestion::sim
