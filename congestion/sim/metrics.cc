@@ -72,18 +72,20 @@ std::vector<SlowdownBin> slowdownBySize(Network& net, int bins) {
 }
 
 void writeFctCsv(std::ostream& out, Network& net) {
-  out << "id,src,dst,bytes,start_us,fct_us,ideal_us,slowdown\n";
-  char line[256];
+  out << "id,src,dst,bytes,start_us,fct_us,ideal_us,slowdown,goodput_gbps,retransmissions\n";
+  char line[320];
   for (const FlowResult& r : net.results()) {
     const double ideal = static_cast<double>(idealFct(net, r.src, r.dst, r.bytes)) / kMicrosecond;
+    const auto bytes = static_cast<unsigned long long>(r.bytes), resent = static_cast<unsigned long long>(r.retransmissions);
+    const double start = static_cast<double>(r.start) / kMicrosecond;
     if (r.finish == kNever) {
-      std::snprintf(line, sizeof(line), "%u,%d,%d,%llu,%.6f,,%.6f,\n", r.id, r.src, r.dst,
-                    static_cast<unsigned long long>(r.bytes), static_cast<double>(r.start) / kMicrosecond, ideal);
+      std::snprintf(line, sizeof(line), "%u,%d,%d,%llu,%.6f,,%.6f,,,%llu\n", r.id, r.src, r.dst, bytes, start, ideal,
+                    resent);
     } else {
       const double fct = static_cast<double>(r.finish - r.start) / kMicrosecond;
-      std::snprintf(line, sizeof(line), "%u,%d,%d,%llu,%.6f,%.6f,%.6f,%.4f\n", r.id, r.src, r.dst,
-                    static_cast<unsigned long long>(r.bytes), static_cast<double>(r.start) / kMicrosecond, fct, ideal,
-                    std::max(1.0, fct / ideal));
+      std::snprintf(line, sizeof(line), "%u,%d,%d,%llu,%.6f,%.6f,%.6f,%.4f,%.3f,%llu\n", r.id, r.src, r.dst, bytes, start,
+                    fct, ideal, std::max(1.0, fct / ideal), fct > 0 ? static_cast<double>(r.bytes) * 8 / (fct * 1e3) : 0.0,
+                    resent);
     }
     out << line;
   }

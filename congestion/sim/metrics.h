@@ -26,7 +26,8 @@ std::vector<SlowdownBin> slowdownBySize(Network& net, int bins);
 /// The p-th percentile (0..100, nearest rank) of `values`; 0 for none.
 double percentile(std::vector<double> values, double p);
 
-/// One row a flow: id,src,dst,bytes,start_us,fct_us,ideal_us,slowdown (unfinished flows have empty FCT).
+/// One row a flow: id,src,dst,bytes,start_us,fct_us,ideal_us,slowdown,goodput_gbps,retransmissions (unfinished
+/// flows have an empty FCT, slowdown and goodput).
 void writeFctCsv(std::ostream& out, Network& net);
 
 }  // namespace megascale::congestion::sim

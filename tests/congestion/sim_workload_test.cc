@@ -117,9 +117,16 @@ TEST(Metrics, PercentilesAndSlowdownBins) {
   writeFctCsv(csv, net);
   std::string header;
   std::getline(csv, header);
-  EXPECT_EQ(header, "id,src,dst,bytes,start_us,fct_us,ideal_us,slowdown");
+  EXPECT_EQ(header, "id,src,dst,bytes,start_us,fct_us,ideal_us,slowdown,goodput_gbps,retransmissions");
   int rows = 0;
-  for (std::string row; std::getline(csv, row);) ++rows;
+  for (std::string row; std::getline(csv, row);) {
+    ++rows;
+    // The flows share the receiver's 100G link: each gets less than the link, none resends.
+    const double goodput = std::stod(row.substr(row.rfind(',', row.rfind(',') - 1) + 1));
+    EXPECT_GT(goodput, 20.0) << row;
+    EXPECT_LT(goodput, 100.0) << row;
+    EXPECT_EQ(row.substr(row.rfind(',') + 1), "0") << row;
+  }
   EXPECT_EQ(rows, 3);
 }
 
