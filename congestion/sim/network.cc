@@ -39,8 +39,20 @@ bool Port::enqueue(const Packet& p) {
   } else {
     control_.push_back(p);
   }
-  if (!busy_) startNext();
+  kick();
   return true;
+}
+
+// A switch port whose queues are empty when it starts a packet schedules no event for the end of it (most ports,
+// most of the time, in a large network): whatever arrives meanwhile asks for one at free_at_.
+void Port::kick() {
+  if (wakeup_pending_) return;
+  if (net_.events().now() >= free_at_) {
+    startNext();
+    return;
+  }
+  wakeup_pending_ = true;
+  net_.events().schedule(free_at_, this, kTxDone);
 }
 
 void Port::mark(Packet& p) {
@@ -73,7 +85,7 @@ void Port::setPaused(bool paused) {
     return;
   }
   stats.paused_time += now - paused_since_;
-  if (!busy_) startNext();
+  kick();
 }
 
 void Port::startNext() {
@@ -90,10 +102,8 @@ void Port::startNext() {
     // of a train is marked on its own.
     if (marks_ecn) mark(p);
   } else {
-    busy_ = false;
     return;
   }
-  busy_ = true;
   const Picoseconds now = net_.events().now();
   Picoseconds done = now + serializationTime(p.wire_bytes, rate_bps_);
   Picoseconds head = done;  // when the next node can start on it
@@ -104,7 +114,12 @@ void Port::startNext() {
     done = std::max(done, p.tail_at + serializationTime(last_payload + params.header_bytes, rate_bps_));
   }
   stats.tx_bytes += p.wire_bytes;
-  net_.events().schedule(done, this, kTxDone);
+  free_at_ = done;
+  // A host's NIC always hears when it is free (the host sends its next packet then).
+  if (owner_.is_host || !control_.empty() || (!data_.empty() && !paused_)) {
+    wakeup_pending_ = true;
+    net_.events().schedule(done, this, kTxDone);
+  }
   if (down_) {  // sent into a dead link: lost
     ++stats.drops;
     return;
@@ -118,7 +133,7 @@ void Port::onEvent(int kind, uint64_t arg) {
     peer->receive(net_.unpark(arg), peer_port);
     return;
   }
-  busy_ = false;
+  wakeup_pending_ = false;
   startNext();
   if (data_.empty()) owner_.onPortIdle(index_);
 }

@@ -82,6 +82,7 @@ class Port : public EventHandler {
   Picoseconds delay() const { return delay_; }
 
  private:
+  void kick();
   void startNext();
   void mark(Packet& p);
 
@@ -92,7 +93,8 @@ class Port : public EventHandler {
   Picoseconds delay_;
   std::deque<Packet> control_, data_;
   uint64_t data_bytes_ = 0;
-  bool busy_ = false;
+  Picoseconds free_at_ = 0;     // when the packet on the wire has left
+  bool wakeup_pending_ = false;  // a kTxDone is scheduled
   bool paused_ = false;
   bool down_ = false;
   Picoseconds paused_since_ = 0;
