@@ -1,32 +1,18 @@
-// Swift, the hybrid and TIMELY against hand-computed sequences.
+// Swift against hand-computed sequences of events.
+#include "congestion/swift.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "congestion/hybrid.h"
-#include "congestion/swift.h"
-#include "congestion/timely.h"
+#include "control_events.h"
 
 namespace megascale::congestion {
 namespace {
 
-constexpr Picoseconds kUs = kMicrosecond;
-
-SwiftParams smallWindow() {
-  SwiftParams p;
-  p.initial_cwnd = 10;
-  return p;
-}
-
-AckEvent ack(Picoseconds now, Picoseconds rtt, bool ecn = false) {
-  AckEvent a;
-  a.now = now;
-  a.rtt = rtt;
-  a.acked_bytes = 4096;
-  a.acked_packets = 1;
-  a.ecn_echo = ecn;
-  return a;
-}
+using test_events::ack;
+using test_events::kUs;
+using test_events::smallWindow;
 
 TEST(Swift, TargetDelayScalesWithHopsAndShrinkingWindows) {
   Swift s(smallWindow());
@@ -76,45 +62,6 @@ TEST(Swift, ALossCutsByMaxMdfOncePerRtt) {
   EXPECT_DOUBLE_EQ(s.windowPackets(), 5.05);
   s.onCnp(120 * kUs);  // Swift does not listen to ECN
   EXPECT_DOUBLE_EQ(s.windowPackets(), 5.05);
-}
-
-TEST(Hybrid, ReactsToEcnAtOnceAndNeverGrowsOnAMarkedAck) {
-  HybridParams p;
-  p.swift = smallWindow();
-  Hybrid h(p);
-  h.onAck(ack(0, 20 * kUs, true));  // alpha (15/16) 1 + 1/16 = 1: cut by half at once
-  EXPECT_DOUBLE_EQ(h.ecnAlpha(), 1.0);
-  EXPECT_DOUBLE_EQ(h.windowPackets(), 5);
-  h.onAck(ack(2 * kUs, 20 * kUs, true));  // within 4 us of the last ECN cut: neither cut nor growth
-  EXPECT_DOUBLE_EQ(h.windowPackets(), 5);
-  h.onAck(ack(5 * kUs, 20 * kUs));  // unmarked, below target: Swift's increase
-  EXPECT_DOUBLE_EQ(h.ecnAlpha(), 15.0 / 16);
-  EXPECT_DOUBLE_EQ(h.windowPackets(), 5.2);
-  h.onAck(ack(10 * kUs, 20 * kUs, true));  // no RTT wait, unlike Swift's delay cut
-  const double alpha = (15.0 / 16) * (15.0 / 16) + 1.0 / 16;
-  EXPECT_DOUBLE_EQ(h.ecnAlpha(), alpha);
-  EXPECT_DOUBLE_EQ(h.windowPackets(), 5.2 * (1 - alpha / 2));
-  h.onCnp(20 * kUs);  // a CNP is the same signal
-  EXPECT_DOUBLE_EQ(h.windowPackets(), 5.2 * (1 - alpha / 2) * (1 - alpha / 2));
-}
-
-TEST(Timely, FollowsTheGradientRulesInOrder) {
-  TimelyParams p;  // 100G, ewma 0.02, beta 0.8, T_low 50 us, T_high 1 ms, min RTT 20 us, step 100 Mb/s
-  Timely t(p);
-  t.onAck(ack(0, 100 * kUs));  // reference only
-  EXPECT_DOUBLE_EQ(t.rateBps(), 100e9);
-  t.onAck(ack(100 * kUs, 2000 * kUs));  // above T_high: R (1 - beta (1 - T_high / rtt)) = 0.6 R
-  EXPECT_DOUBLE_EQ(t.rateBps(), 60e9);
-  t.onAck(ack(200 * kUs, 30 * kUs));  // below T_low: + step
-  EXPECT_DOUBLE_EQ(t.rateBps(), 60.1e9);
-  t.onAck(ack(300 * kUs, 100 * kUs));  // avg diff: 38, -2.16, -0.7168 us: falling, + step
-  EXPECT_NEAR(t.normalizedGradient(), -0.7168e6 / 20e6, 1e-12);
-  EXPECT_DOUBLE_EQ(t.rateBps(), 60.2e9);
-  t.onAck(ack(400 * kUs, 200 * kUs));  // avg diff 1.297536 us: rising, R (1 - beta g)
-  const double g = 1.297536 / 20;
-  EXPECT_NEAR(t.rateBps(), 60.2e9 * (1 - 0.8 * g), 1e3);
-  t.onAck(ack(405 * kUs, 20 * kUs));  // 5 us after the last update: a quarter of the step
-  EXPECT_NEAR(t.rateBps(), 60.2e9 * (1 - 0.8 * g) + 25e6, 1e3);
 }
 
 }  // namespace
