@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
-#include <queue>
+#include <map>
+#include <utility>
 #include <random>
 #include <vector>
 
@@ -69,36 +69,33 @@ TEST(EventQueue, StepStopsAtTheEndTimeAndAcceptsEarlierEventsAfterwards) {
   EXPECT_EQ(r.ran.back(), (Recorder<EventQueue>::Run{10 * kMillisecond, 3}));
 }
 
-// The order the wheel promises, kept the simple way: one heap of every pending event.
+// The order the wheel promises, kept the plain way: every pending event in one map keyed by (time, order).
 class SortedList {
  public:
   void schedule(Picoseconds time, EventHandler* target, int kind, uint64_t arg = 0) {
-    pending_.push(Pending{std::max(time, now_), next_order_++, target, kind, arg});
+    pending_.emplace(std::pair{std::max(time, now_), pending_order_++}, Target{target, kind, arg});
   }
   bool step(Picoseconds end = kNever) {
-    if (pending_.empty() || pending_.top().time > end) return false;
-    const Pending e = pending_.top();
-    pending_.pop();
-    now_ = e.time;
-    ++processed_;
-    e.target->onEvent(e.kind, e.arg);
+    auto first = pending_.begin();
+    if (first == pending_.end() || first->first.first > end) return false;
+    auto [key, target] = *first;
+    pending_.erase(first);
+    now_ = key.first;
+    target.handler->onEvent(target.kind, target.arg);
     return true;
   }
   Picoseconds now() const { return now_; }
-  uint64_t processed() const { return processed_; }
+  uint64_t processed() const { return pending_order_ - pending_.size(); }
 
  private:
-  struct Pending {
-    Picoseconds time;
-    uint64_t order;
-    EventHandler* target;
+  struct Target {
+    EventHandler* handler;
     int kind;
     uint64_t arg;
-    bool operator>(const Pending& o) const { return time != o.time ? time > o.time : order > o.order; }
   };
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
+  std::map<std::pair<Picoseconds, uint64_t>, Target> pending_;
   Picoseconds now_ = 0;
-  uint64_t next_order_ = 0, processed_ = 0;
+  uint64_t pending_order_ = 0;
 };
 
 // Random times from the same bucket to far past the horizon, some events scheduling another when they run,
