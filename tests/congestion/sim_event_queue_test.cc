@@ -1,15 +1,15 @@
 // The timing wheel against the order it promises: (time, order of scheduling), whatever the distance of an
 // event - same bucket, later in the wheel, beyond its horizon - and whether it is scheduled before the run or by
 // an event being run.
-#include "congestion/sim/event_queue.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
-#include <utility>
 #include <random>
+#include <utility>
 #include <vector>
+
+#include "congestion/sim/event_queue.h"
 
 namespace megascale::congestion::sim {
 namespace {
@@ -40,13 +40,13 @@ TEST(EventQueue, EqualTimesRunInTheOrderTheyWereScheduled) {
   while (q.step()) {
   }
   const std::vector<Recorder<EventQueue>::Run> expected{{1, 100},
-                                            {3 * kMicrosecond, 0},
-                                            {3 * kMicrosecond, 1},
-                                            {3 * kMicrosecond, 2},
-                                            {3 * kMicrosecond, 3},
-                                            {3 * kMicrosecond, 4},
-                                            {50 * kMillisecond, 200},
-                                            {50 * kMillisecond, 201}};
+                                                        {3 * kMicrosecond, 0},
+                                                        {3 * kMicrosecond, 1},
+                                                        {3 * kMicrosecond, 2},
+                                                        {3 * kMicrosecond, 3},
+                                                        {3 * kMicrosecond, 4},
+                                                        {50 * kMillisecond, 200},
+                                                        {50 * kMillisecond, 201}};
   EXPECT_EQ(r.ran, expected);
   EXPECT_EQ(q.processed(), 8u);
   EXPECT_TRUE(q.empty());
