@@ -54,7 +54,9 @@ def commands(tool, collective, ranks):
     if tool == "megascale":
         base = [launcher, "-n", str(ranks), exe(f"{collective}_perf"), "-w", "2", "-c", "1"]
     elif tool == "mpi" and exe("mpi_perf"):
-        base = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", exe("mpi_perf"), collective]
+        # Loopback only: Open MPI's runtime and TCP transport never touch the machine's outward interface.
+        base = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", "--mca", "oob_tcp_if_include", "lo",
+                "--mca", "btl_tcp_if_include", "lo", exe("mpi_perf"), collective]
     elif tool == "gloo" and exe("gloo_perf") and collective != "reduce_scatter":
         base = [launcher, "-n", str(ranks), exe("gloo_perf"), collective]
     else:

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "transport/net_transport.h"
 
 namespace megascale::bench {

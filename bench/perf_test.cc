@@ -251,15 +251,14 @@ void printHeader(const CollectiveTest& test, const PerfOptions& o, mscComm_t com
   gethostname(me.host, sizeof(me.host) - 1);
   check(mscAllGather(&me, all, sizeof(Who), mscUint8, comm), "all-gather of hosts");
   check(mscCommSynchronize(comm), "synchronize");
+  char description[256];  // what took effect, not what the environment asked for
+  check(mscCommGetDescription(comm, description, sizeof(description)), "describe the communicator");
   if (rank == 0) {
     std::printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d agg iters: %d "
                 "validation: %d graph: 0\n#\n",
                 o.min_bytes, o.max_bytes, o.step_factor != 0 ? o.step_factor : static_cast<double>(o.step_bytes),
                 o.step_factor != 0 ? "factor" : "bytes", o.warmup, o.iters, o.agg, o.check > 0 ? 1 : 0);
-    const char* transport = std::getenv("MEGASCALE_TRANSPORT");
-    const char* algo = std::getenv("MEGASCALE_ALGO");
-    std::printf("# megascale %d.%d.%d transport: %s algorithm: %s\n#\n# Using devices\n", MSC_MAJOR, MSC_MINOR,
-                MSC_PATCH, transport ? transport : "auto", algo ? algo : "auto");
+    std::printf("# megascale %d.%d.%d %s\n#\n# Using devices\n", MSC_MAJOR, MSC_MINOR, MSC_PATCH, description);
     for (int r = 0; r < nranks; ++r) {
       std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu]\n", r, all[r].pid, all[r].host);
     }

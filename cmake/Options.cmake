@@ -1,6 +1,7 @@
 # Build switches. Optional dependencies are detected; each can be forced ON (fail if missing) or OFF.
 # The core needs none of them.
 find_package(Threads REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # SHA-256, HMAC and random bytes for authentication
 find_package(PkgConfig)
 
 option(MEGASCALE_BUILD_TESTS "Build the test suite" ON)

@@ -1,5 +1,6 @@
 // The C API: one try/catch per entry point maps every C++ error to a code and a thread-local message;
 // nothing throws across it and nothing aborts the process.
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -256,6 +257,15 @@ mscResult_t mscCommUserRank(const mscComm_t comm, int* rank) {
     Communicator* c = commOrThrow(comm, "mscCommUserRank");
     if (rank == nullptr) throw Error(ErrorCode::kInvalidArgument, "mscCommUserRank: null pointer");
     *rank = c->rank();
+    return mscSuccess;
+  });
+}
+
+mscResult_t mscCommGetDescription(const mscComm_t comm, char* text, size_t size) {
+  return guarded([&] {
+    Communicator* c = commOrThrow(comm, "mscCommGetDescription");
+    if (text == nullptr || size == 0) throw Error(ErrorCode::kInvalidArgument, "mscCommGetDescription: no buffer");
+    std::snprintf(text, size, "%s", c->description().c_str());
     return mscSuccess;
   });
 }

@@ -236,6 +236,15 @@ Schedule Communicator::pointToPointSchedule(const Task& task) const {
   return s;
 }
 
+std::string Communicator::description() const {
+  std::string text = "transport: ";
+  text += transport_name_;
+  text += " algorithm: ";
+  text += algorithmName(options_.allreduce_algorithm);
+  text += node_ != nullptr ? " node-engine: on" : " node-engine: off";
+  return text;
+}
+
 std::string Communicator::Task::describe() const {
   if (spec.collective == Collective::kSendRecv) return "send/recv group of " + std::to_string(p2p.size());
   Collective c = spec.collective;

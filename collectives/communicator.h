@@ -52,6 +52,8 @@ class Communicator {
   int size() const { return nranks_; }
   int localRank() const { return options_.local_rank; }
   const std::string& transportName() const { return transport_name_; }
+  /// What took effect: "transport: shm algorithm: auto node-engine: on".
+  std::string description() const;
 
   std::shared_ptr<Work> allReduce(const void* in, void* out, size_t count, mscDataType_t type, mscRedOp_t op);
   std::shared_ptr<Work> allGather(const void* in, void* out, size_t count, mscDataType_t type);

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "common/socket.h"
 #include "common/status.h"
 

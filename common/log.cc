@@ -5,14 +5,22 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "common/config.h"
+#include "common/status.h"
+
 namespace megascale::log {
 
 namespace {
 std::atomic<int> g_rank{-1};
 
+// Read through the config registry like every knob; a malformed level must not stop logging.
 int levelFromEnv() {
-  const char* v = std::getenv("MEGASCALE_DEBUG");
-  return v != nullptr ? std::atoi(v) : 0;
+  try {
+    return static_cast<int>(config::getInt("MEGASCALE_DEBUG"));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "megascale: %s; logging warnings only\n", e.what());
+    return 0;
+  }
 }
 }  // namespace
 

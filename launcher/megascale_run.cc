@@ -13,7 +13,7 @@
 #include "collectives/bootstrap/tcp_store_server.h"
 #include "collectives/bootstrap/unique_id.h"
 #include "common/config.h"
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "launcher/process_group.h"
 
 namespace {
@@ -103,11 +103,12 @@ int main(int argc, char** argv) {
       }
       server = startLoopbackStore(&id);
     } else {
-      const char* secret_hex = std::getenv("MEGASCALE_JOB_SECRET");
-      if (secret_hex == nullptr || !fromHex(secret_hex, &id.secret) || id.secret.size() < 16) {
+      const std::string secret_hex = config::getString("MEGASCALE_JOB_SECRET");
+      if (secret_hex.empty()) {
         std::fprintf(stderr, "megascale-run: --store needs MEGASCALE_JOB_SECRET set to the job secret (>= 16 bytes hex)\n");
         return 2;
       }
+      id.secret = jobSecretFromHex(secret_hex, "MEGASCALE_JOB_SECRET");
       if (job_id.empty() && world_size != nproc) {
         std::fprintf(stderr, "megascale-run: several hosts need the same --job-id\n");
         return 2;

@@ -8,7 +8,9 @@
 
 #include "collectives/bootstrap/redis_store.h"
 #include "collectives/bootstrap/tcp_store_server.h"
-#include "common/hmac.h"
+#include "common/config.h"
+#include "common/crypto.h"
+#include "common/status.h"
 
 namespace {
 megascale::TcpStoreServer* g_server = nullptr;
@@ -38,10 +40,12 @@ int main(int argc, char** argv) {
     }
   }
   std::string secret;
-  const char* hex = std::getenv("MEGASCALE_JOB_SECRET");
-  if (hex != nullptr) {
-    if (!fromHex(hex, &secret) || secret.size() < 16) {
-      std::fprintf(stderr, "megascale-store: MEGASCALE_JOB_SECRET must be at least 16 bytes of hex\n");
+  const std::string hex = config::getString("MEGASCALE_JOB_SECRET");
+  if (!hex.empty()) {
+    try {
+      secret = jobSecretFromHex(hex, "megascale-store: MEGASCALE_JOB_SECRET");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
       return 2;
     }
   } else if (print_redis_password) {

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "common/config.h"
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "common/status.h"
+#include "nccl_plugin/boundary.h"
 #include "topology/net_interfaces.h"
 #include "transport/net_transport.h"
 #include "transport/transport.h"
@@ -90,7 +91,7 @@ struct State {
   std::mutex mutex;
   bool initialized = false;
   nccl_abi::Logger logger = nullptr;
-  std::string transport_name;  // MEGASCALE_NET_TRANSPORT, resolved at init
+  std::string transport_name;           // MEGASCALE_NET_TRANSPORT, resolved at init
   transport::TransportOptions options;  // the transport knobs, read and checked at init
   std::vector<topology::NetInterface> interfaces;
   std::vector<std::string> names, pci_paths;  // storage for the char* in properties
@@ -117,23 +118,16 @@ void log(nccl_abi::LogLevel level, const char* fmt, ...) {
   }
 }
 
-// Network and OS failures are system errors; a message larger than its receive is a usage error (NCCL's own
-// socket transport says the same); anything else means NCCL called us wrongly.
 Result fail(const char* operation, const Status& status) {
   log(kLogWarn, "%s failed: %s", operation, status.message().c_str());
-  switch (status.code()) {
-    case ErrorCode::kPeerLost:
-    case ErrorCode::kTimeout:
-    case ErrorCode::kSystem:
-    case ErrorCode::kAuthFailed:
-    case ErrorCode::kUnavailable:
-      return nccl_abi::kSystemError;
-    case ErrorCode::kMismatch:
-      return nccl_abi::kInvalidUsage;
-    default:
-      return status.message().find("larger than") != std::string::npos ? nccl_abi::kInvalidUsage
-                                                                       : nccl_abi::kInternalError;
-  }
+  return resultFor(status.code());
+}
+
+// Every entry point runs inside this: an exception (a failed allocation, a setup error) becomes a code.
+template <typename Body>
+Result guarded(const char* operation, Body&& body) {
+  return callGuarded(operation, body,
+                     [](const char* op, const char* message) { log(kLogWarn, "%s failed: %s", op, message); });
 }
 
 Result misuse(const char* fmt, const char* what) {
@@ -163,63 +157,63 @@ T* as(void* pointer, Kind kind) {
 }  // namespace
 
 Result init(nccl_abi::Logger logger) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (logger != nullptr) s.logger = logger;
-  if (s.initialized) return nccl_abi::kSuccess;
-  try {
+  return guarded("init", [&]() -> Result {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (logger != nullptr) s.logger = logger;
+    if (s.initialized) return nccl_abi::kSuccess;
     s.transport_name = transport::resolveNetTransport(config::getString("MEGASCALE_NET_TRANSPORT"));
     s.options = transport::transportOptionsFromConfig();  // bad knobs fail init, not the first connection
-  } catch (const Error& e) {
-    log(kLogWarn, "init: %s", e.what());
-    return e.code() == ErrorCode::kUnavailable ? nccl_abi::kSystemError : nccl_abi::kInvalidArgument;
-  }
-  const std::string spec = topology::configuredInterfaceSpec();
-  s.interfaces = topology::discoverInterfaces(spec);
-  if (s.interfaces.empty()) {
-    log(kLogWarn, "no usable network interface (up, with IPv4%s%s)", spec.empty() ? "" : ", matching ",
-        spec.c_str());
-    return nccl_abi::kSystemError;
-  }
-  log(kLogInfo, "transport %s over %zu interface(s)", s.transport_name.c_str(), s.interfaces.size());
-  for (const auto& nic : s.interfaces) {
-    s.names.push_back(nic.name);
-    s.pci_paths.push_back(nic.pci_path);
-    log(kLogInfo, "device %zu: %s %s, %d Mb/s, NUMA node %d%s%s (%s)", s.names.size() - 1, nic.name.c_str(),
-        nic.ipv4.c_str(), nic.speed_mbps, nic.numa_node, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str(),
-        nic.locality_source.empty() ? "virtual" : nic.locality_source.c_str());
-  }
-  s.initialized = true;
-  return nccl_abi::kSuccess;
+    const std::string spec = topology::configuredInterfaceSpec();
+    s.interfaces = topology::discoverInterfaces(spec);
+    if (s.interfaces.empty()) {
+      log(kLogWarn, "no usable network interface (up, with IPv4%s%s)", spec.empty() ? "" : ", matching ", spec.c_str());
+      return nccl_abi::kSystemError;
+    }
+    log(kLogInfo, "transport %s over %zu interface(s)", s.transport_name.c_str(), s.interfaces.size());
+    for (const auto& nic : s.interfaces) {
+      s.names.push_back(nic.name);
+      s.pci_paths.push_back(nic.pci_path);
+      log(kLogInfo, "device %zu: %s %s, %d Mb/s, NUMA node %d%s%s (%s)", s.names.size() - 1, nic.name.c_str(),
+          nic.ipv4.c_str(), nic.speed_mbps, nic.numa_node, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str(),
+          nic.locality_source.empty() ? "virtual" : nic.locality_source.c_str());
+    }
+    s.initialized = true;
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result devices(int* count) {
-  if (count == nullptr) return misuse("devices: %s", "null count");
-  std::lock_guard lock(state().mutex);
-  if (!state().initialized) return misuse("devices: %s", "called before init");
-  *count = static_cast<int>(state().interfaces.size());
-  return nccl_abi::kSuccess;
+  return guarded("devices", [&]() -> Result {
+    if (count == nullptr) return misuse("devices: %s", "null count");
+    std::lock_guard lock(state().mutex);
+    if (!state().initialized) return misuse("devices: %s", "called before init");
+    *count = static_cast<int>(state().interfaces.size());
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result properties(int dev, DeviceProperties* out) {
-  if (out == nullptr || !validDevice(dev)) return misuse("getProperties: %s", "bad device or null properties");
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const auto i = static_cast<size_t>(dev);
-  out->name = s.names[i].data();
-  out->pci_path = s.pci_paths[i].empty() ? nullptr : s.pci_paths[i].data();
-  out->guid = s.interfaces[i].guid != 0 ? s.interfaces[i].guid : static_cast<uint64_t>(dev);
-  out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
-  out->max_recvs = transport::kMaxRecvs;
-  out->max_p2p_bytes = size_t{1} << 40;
-  out->max_coll_bytes = size_t{512} << 20;
-  return nccl_abi::kSuccess;
+  return guarded("getProperties", [&]() -> Result {
+    if (out == nullptr || !validDevice(dev)) return misuse("getProperties: %s", "bad device or null properties");
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    const auto i = static_cast<size_t>(dev);
+    out->name = s.names[i].data();
+    out->pci_path = s.pci_paths[i].empty() ? nullptr : s.pci_paths[i].data();
+    out->guid = s.interfaces[i].guid != 0 ? s.interfaces[i].guid : static_cast<uint64_t>(dev);
+    out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
+    out->max_recvs = transport::kMaxRecvs;
+    out->max_p2p_bytes = size_t{1} << 40;
+    out->max_coll_bytes = size_t{512} << 20;
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result listen(const Context* context, int dev, void* handle, void** listen_comm) {
-  if (handle == nullptr || listen_comm == nullptr) return misuse("listen: %s", "null handle or comm");
-  if (!validDevice(dev)) return misuse("listen: %s", "no such device (or init not called)");
-  try {
+  return guarded("listen", [&]() -> Result {
+    if (handle == nullptr || listen_comm == nullptr) return misuse("listen: %s", "null handle or comm");
+    if (!validDevice(dev)) return misuse("listen: %s", "no such device (or init not called)");
     uint8_t random[16];
     randomBytes(random, sizeof(random));
     const std::string secret = toHex(random, sizeof(random));
@@ -237,21 +231,19 @@ Result listen(const Context* context, int dev, void* handle, void** listen_comm)
     std::memcpy(handle, &h, sizeof(h));
     *listen_comm = comm.release();
     return nccl_abi::kSuccess;
-  } catch (const Error& e) {
-    return fail("listen", Status(e.code(), e.what()));
-  }
+  });
 }
 
 Result connect(const Context* context, int dev, void* handle, void** send_comm) {
-  if (handle == nullptr || send_comm == nullptr) return misuse("connect: %s", "null handle or comm");
-  if (!validDevice(dev)) return misuse("connect: %s", "no such device (or init not called)");
-  *send_comm = nullptr;
-  Handle h;
-  std::memcpy(&h, handle, sizeof(h));
-  if (h.magic != kHandleMagic || h.address_size > sizeof(h.address) || h.secret[32] != '\0') {
-    return misuse("connect: %s", "the handle is not one our listen() made");
-  }
-  try {
+  return guarded("connect", [&]() -> Result {
+    if (handle == nullptr || send_comm == nullptr) return misuse("connect: %s", "null handle or comm");
+    if (!validDevice(dev)) return misuse("connect: %s", "no such device (or init not called)");
+    *send_comm = nullptr;
+    Handle h;
+    std::memcpy(&h, handle, sizeof(h));
+    if (h.magic != kHandleMagic || h.address_size > sizeof(h.address) || h.secret[32] != '\0') {
+      return misuse("connect: %s", "the handle is not one our listen() made");
+    }
     if (h.pending == nullptr) {
       auto pending = std::make_unique<PendingConnect>();
       pending->transport = transport::createTransport(state().transport_name, optionsFor(context, dev, h.secret));
@@ -275,145 +267,168 @@ Result connect(const Context* context, int dev, void* handle, void** send_comm) 
       *send_comm = out.release();
     }
     return nccl_abi::kSuccess;
-  } catch (const Error& e) {
-    return fail("connect", Status(e.code(), e.what()));
-  }
+  });
 }
 
 Result accept(void* listen_comm, void** recv_comm) {
-  ListenComm* l = as<ListenComm>(listen_comm, Kind::kListen);
-  if (l == nullptr || recv_comm == nullptr) return misuse("accept: %s", "not a listen comm");
-  *recv_comm = nullptr;
-  std::unique_ptr<transport::RecvComm> comm;
-  Status s = l->listener->accept(&comm);
-  if (!s.isOk()) return fail("accept", s);
-  if (comm != nullptr) {
-    auto out = std::make_unique<RecvComm>();
-    out->comm = std::move(comm);
-    *recv_comm = out.release();
-  }
-  return nccl_abi::kSuccess;
+  return guarded("accept", [&]() -> Result {
+    ListenComm* l = as<ListenComm>(listen_comm, Kind::kListen);
+    if (l == nullptr || recv_comm == nullptr) return misuse("accept: %s", "not a listen comm");
+    *recv_comm = nullptr;
+    std::unique_ptr<transport::RecvComm> comm;
+    Status s = l->listener->accept(&comm);
+    if (!s.isOk()) return fail("accept", s);
+    if (comm != nullptr) {
+      auto out = std::make_unique<RecvComm>();
+      out->comm = std::move(comm);
+      *recv_comm = out.release();
+    }
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result registerMemory(void* comm, void* data, size_t size, int type, void** mhandle) {
-  if (comm == nullptr || mhandle == nullptr) return misuse("regMr: %s", "null comm or handle");
-  if (type != nccl_abi::kPtrHost) {
-    log(kLogInfo, "regMr: only host memory is supported (type %d)", type);
-    return nccl_abi::kInternalError;
-  }
-  auto* region = new transport::MemoryRegion{data, size, transport::kHostPointer};
-  *mhandle = region;
-  return nccl_abi::kSuccess;
+  return guarded("regMr", [&]() -> Result {
+    if (comm == nullptr || mhandle == nullptr) return misuse("regMr: %s", "null comm or handle");
+    if (type != nccl_abi::kPtrHost) {
+      log(kLogInfo, "regMr: only host memory is supported (type %d)", type);
+      return nccl_abi::kInternalError;
+    }
+    auto* region = new transport::MemoryRegion{data, size, transport::kHostPointer};
+    *mhandle = region;
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result deregisterMemory(void*, void* mhandle) {
-  delete static_cast<transport::MemoryRegion*>(mhandle);
-  return nccl_abi::kSuccess;
+  return guarded("deregMr", [&]() -> Result {
+    delete static_cast<transport::MemoryRegion*>(mhandle);
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void** request) {
-  SendComm* c = as<SendComm>(send_comm, Kind::kSend);
-  if (c == nullptr || request == nullptr) return misuse("isend: %s", "not a send comm");
-  *request = nullptr;
-  Request* wrapper = c->requests.take();
-  if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
-  transport::Request* r = nullptr;
-  Status s = c->comm->isend(data, size, static_cast<uint32_t>(tag), static_cast<transport::MemoryRegion*>(mhandle), &r);
-  if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
-  if (!s.isOk()) return fail("isend", s);
-  if (r != nullptr) {
-    wrapper->send = c;
-    wrapper->recv = nullptr;
-    wrapper->request = r;
-    wrapper->n = 1;
-    *request = wrapper;
-  }
-  return nccl_abi::kSuccess;
+  return guarded("isend", [&]() -> Result {
+    SendComm* c = as<SendComm>(send_comm, Kind::kSend);
+    if (c == nullptr || request == nullptr) return misuse("isend: %s", "not a send comm");
+    *request = nullptr;
+    Request* wrapper = c->requests.take();
+    if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
+    transport::Request* r = nullptr;
+    Status s =
+        c->comm->isend(data, size, static_cast<uint32_t>(tag), static_cast<transport::MemoryRegion*>(mhandle), &r);
+    if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
+    if (!s.isOk()) return fail("isend", s);
+    if (r != nullptr) {
+      wrapper->send = c;
+      wrapper->recv = nullptr;
+      wrapper->request = r;
+      wrapper->n = 1;
+      *request = wrapper;
+    }
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags, void** mhandles,
              void** request) {
-  RecvComm* c = as<RecvComm>(recv_comm, Kind::kRecv);
-  if (c == nullptr || request == nullptr) return misuse("irecv: %s", "not a recv comm");
-  if (n < 1 || n > transport::kMaxRecvs) return misuse("irecv: %s", "n outside [1, maxRecvs]");
-  uint32_t tag_values[transport::kMaxRecvs];
-  const transport::MemoryRegion* regions[transport::kMaxRecvs];
-  for (int i = 0; i < n; ++i) {
-    tag_values[i] = static_cast<uint32_t>(tags[i]);
-    regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
-  }
-  *request = nullptr;
-  Request* wrapper = c->requests.take();
-  if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
-  transport::Request* r = nullptr;
-  Status s = c->comm->irecv(n, data, sizes, tag_values, regions, &r);
-  if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
-  if (!s.isOk()) return fail("irecv", s);
-  if (r != nullptr) {
-    wrapper->send = nullptr;
-    wrapper->recv = c;
-    wrapper->request = r;
-    wrapper->n = n;
-    *request = wrapper;
-  }
-  return nccl_abi::kSuccess;
+  return guarded("irecv", [&]() -> Result {
+    RecvComm* c = as<RecvComm>(recv_comm, Kind::kRecv);
+    if (c == nullptr || request == nullptr) return misuse("irecv: %s", "not a recv comm");
+    if (n < 1 || n > transport::kMaxRecvs) return misuse("irecv: %s", "n outside [1, maxRecvs]");
+    uint32_t tag_values[transport::kMaxRecvs];
+    const transport::MemoryRegion* regions[transport::kMaxRecvs];
+    for (int i = 0; i < n; ++i) {
+      tag_values[i] = static_cast<uint32_t>(tags[i]);
+      regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
+    }
+    *request = nullptr;
+    Request* wrapper = c->requests.take();
+    if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
+    transport::Request* r = nullptr;
+    Status s = c->comm->irecv(n, data, sizes, tag_values, regions, &r);
+    if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
+    if (!s.isOk()) return fail("irecv", s);
+    if (r != nullptr) {
+      wrapper->send = nullptr;
+      wrapper->recv = c;
+      wrapper->request = r;
+      wrapper->n = n;
+      *request = wrapper;
+    }
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result iflush(void*, int, void** request) {
-  if (request != nullptr) *request = nullptr;
-  return nccl_abi::kSuccess;
+  return guarded("iflush", [&]() -> Result {
+    if (request != nullptr) *request = nullptr;
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result test(void* request, int* done, int* sizes, size_t max_size) {
-  Request* r = as<Request>(request, Kind::kRequest);
-  if (r == nullptr || !r->in_use || done == nullptr) return misuse("test: %s", "not an active request");
-  bool finished = false;
-  size_t bytes[transport::kMaxRecvs] = {};
-  Status s = r->send != nullptr ? r->send->comm->test(r->request, &finished, bytes)
-                                : r->recv->comm->test(r->request, &finished, bytes);
-  if (!s.isOk()) {
-    RequestPool::release(r);
-    return fail("test", s);
-  }
-  *done = finished ? 1 : 0;
-  if (!finished) return nccl_abi::kSuccess;
-  for (int i = 0; i < r->n && sizes != nullptr; ++i) {
-    if (bytes[i] > max_size) {
+  return guarded("test", [&]() -> Result {
+    Request* r = as<Request>(request, Kind::kRequest);
+    if (r == nullptr || !r->in_use || done == nullptr) return misuse("test: %s", "not an active request");
+    bool finished = false;
+    size_t bytes[transport::kMaxRecvs] = {};
+    Status s = r->send != nullptr ? r->send->comm->test(r->request, &finished, bytes)
+                                  : r->recv->comm->test(r->request, &finished, bytes);
+    if (!s.isOk()) {
       RequestPool::release(r);
-      return misuse("test: %s", "a message is larger than this plugin version's int sizes");
+      return fail("test", s);
     }
-    sizes[i] = static_cast<int>(bytes[i]);
-  }
-  RequestPool::release(r);
-  return nccl_abi::kSuccess;
+    *done = finished ? 1 : 0;
+    if (!finished) return nccl_abi::kSuccess;
+    for (int i = 0; i < r->n && sizes != nullptr; ++i) {
+      if (bytes[i] > max_size) {
+        RequestPool::release(r);
+        return misuse("test: %s", "a message is larger than this plugin version's int sizes");
+      }
+      sizes[i] = static_cast<int>(bytes[i]);
+    }
+    RequestPool::release(r);
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result closeSend(void* send_comm) {
-  delete as<SendComm>(send_comm, Kind::kSend);
-  return nccl_abi::kSuccess;
+  return guarded("closeSend", [&]() -> Result {
+    delete as<SendComm>(send_comm, Kind::kSend);
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result closeRecv(void* recv_comm) {
-  delete as<RecvComm>(recv_comm, Kind::kRecv);
-  return nccl_abi::kSuccess;
+  return guarded("closeRecv", [&]() -> Result {
+    delete as<RecvComm>(recv_comm, Kind::kRecv);
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result closeListen(void* listen_comm) {
-  delete as<ListenComm>(listen_comm, Kind::kListen);
-  return nccl_abi::kSuccess;
+  return guarded("closeListen", [&]() -> Result {
+    delete as<ListenComm>(listen_comm, Kind::kListen);
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result initContext(void** context, uint64_t comm_id, const nccl_abi::CommConfig* config, nccl_abi::Logger logger) {
-  if (context == nullptr) return misuse("init: %s", "null context");
-  Result r = init(logger);
-  if (r != nccl_abi::kSuccess) return r;
-  *context = new Context{comm_id, config != nullptr ? config->traffic_class : nccl_abi::kTrafficClassUndefined};
-  return nccl_abi::kSuccess;
+  return guarded("init", [&]() -> Result {
+    if (context == nullptr) return misuse("init: %s", "null context");
+    Result r = init(logger);
+    if (r != nccl_abi::kSuccess) return r;
+    *context = new Context{comm_id, config != nullptr ? config->traffic_class : nccl_abi::kTrafficClassUndefined};
+    return nccl_abi::kSuccess;
+  });
 }
 
 Result finalizeContext(void* context) {
-  delete static_cast<Context*>(context);
-  return nccl_abi::kSuccess;
+  return guarded("finalize", [&]() -> Result {
+    delete static_cast<Context*>(context);
+    return nccl_abi::kSuccess;
+  });
 }
 
 }  // namespace megascale::nccl_plugin

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libssl-dev                                # libcrypto: SHA-256, HMAC, random bytes for authentication
   libhiredis-dev redis-server
   openmpi-bin libopenmpi-dev libgloo-dev
   iproute2 procps python3

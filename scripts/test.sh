@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and passes every test: the release build, then the core tests again under
-# ASan+UBSan and under TSan. This is the README's test command; .ci/run calls exactly it.
+# Sets up, builds and passes every test: the Release build users pick (-O3, NDEBUG), then the core tests
+# again under ASan+UBSan and under TSan. Warnings are errors here (MEGASCALE_WERROR), plain warnings in a
+# user's build. This is the README's test command; .ci/run calls exactly it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,10 +17,10 @@ build_and_test() {  # build_and_test DIR [cmake args...]
 }
 
 ctest_filter=""
-build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+build_and_test build -DCMAKE_BUILD_TYPE=Release -DMEGASCALE_WERROR=ON
 
 # Sanitizer builds run the core suites (label "core"): store, transports, schedules, collectives.
 ctest_filter="-L core"
-build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF
+build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_WERROR=ON
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGASCALE_SANITIZE=thread -DMEGASCALE_BUILD_BENCH=OFF
+  build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGASCALE_SANITIZE=thread -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_WERROR=ON

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "common/log.h"
 #include "common/status.h"
 
@@ -34,13 +34,7 @@ std::string strVar(const EnvLookup& env, const char* name) {
 // say so once.
 std::string jobSecret(const EnvLookup& env, const std::string& job_id) {
   std::string hex = strVar(env, "MEGASCALE_JOB_SECRET");
-  std::string secret;
-  if (!hex.empty()) {
-    if (!fromHex(hex, &secret) || secret.size() < 16) {
-      throw Error(ErrorCode::kInvalidArgument, "launch: MEGASCALE_JOB_SECRET must be at least 16 bytes of hex");
-    }
-    return secret;
-  }
+  if (!hex.empty()) return jobSecretFromHex(hex, "launch: MEGASCALE_JOB_SECRET");
   MSC_LOG_WARN("MEGASCALE_JOB_SECRET is not set: connections are keyed by the job id only. Export the same "
                "random hex secret to all ranks to authenticate them.");
   Digest d = sha256(job_id.data(), job_id.size());

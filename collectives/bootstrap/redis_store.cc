@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "common/socket.h"
 #include "common/status.h"
 

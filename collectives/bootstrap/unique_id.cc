@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "common/status.h"
 
 namespace megascale {
@@ -34,7 +34,7 @@ UniqueId UniqueId::parse(const std::string& text) {
   id.store_url = parts[1];
   id.job_id = parts[2];
   if (id.job_id.empty()) throw bad("empty job id");
-  if (!fromHex(parts[3], &id.secret) || id.secret.size() < 16) throw bad("secret must be at least 16 bytes of hex");
+  id.secret = jobSecretFromHex(parts[3], "malformed unique id");
   parseStoreUrl(id.store_url);  // validates
   return id;
 }

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <new>
 
-#include "common/hmac.h"
+#include "common/crypto.h"
 
 namespace megascale::node {
 

@@ -93,6 +93,9 @@ mscResult_t mscCommAbort(mscComm_t comm);
 mscResult_t mscCommGetAsyncError(mscComm_t comm, mscResult_t* async_error);
 mscResult_t mscCommCount(const mscComm_t comm, int* count);
 mscResult_t mscCommUserRank(const mscComm_t comm, int* rank);
+/// What took effect for comm, as text: "transport: shm algorithm: auto node-engine: on". Writes at most
+/// size bytes including the terminating NUL (truncating); mscInvalidArgument on a null or empty buffer.
+mscResult_t mscCommGetDescription(const mscComm_t comm, char* text, size_t size);
 /// Waits until every operation issued so far on comm has completed.
 mscResult_t mscCommSynchronize(mscComm_t comm);
 

@@ -46,8 +46,8 @@ TEST(MegascaleRun, GivesEveryRankItsIdentityAndPrefixesOutput) {
                  "of=$MEGASCALE_LOCAL_SIZE id=${MEGASCALE_UNIQUE_ID:0:5}'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (int k = 0; k < 3; ++k) {
-    std::string line = "[" + std::to_string(k) + "] rank=" + std::to_string(k) + " size=3 local=" + std::to_string(k) +
-                       " of=3 id=msc1;";
+    char line[96];
+    std::snprintf(line, sizeof(line), "[%d] rank=%d size=3 local=%d of=3 id=msc1;", k, k, k);
     EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
   }
 }

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "common/socket.h"
 #include "transport/transport.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/auth.h"
-#include "common/hmac.h"
+#include "common/crypto.h"
 #include "common/log.h"
 #include "transport/shm/shm_comm.h"
 

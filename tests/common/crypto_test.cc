@@ -1,8 +1,10 @@
-#include "common/hmac.h"
+#include "common/crypto.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "common/status.h"
 
 namespace megascale {
 namespace {
@@ -17,12 +19,9 @@ TEST(Sha256, MatchesFips180Vectors) {
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
-TEST(Sha256, IncrementalEqualsOneShot) {
-  std::string text(1000, 'x');
-  for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>(i * 7);
-  Sha256 h;
-  for (size_t i = 0; i < text.size(); i += 13) h.update(text.data() + i, std::min<size_t>(13, text.size() - i));
-  EXPECT_EQ(hex(h.finish()), hex(sha256(text.data(), text.size())));
+TEST(Sha256, LargeInputMatchesKnownDigest) {  // one million 'a' (FIPS 180-2, appendix B.3)
+  std::string text(1000000, 'a');
+  EXPECT_EQ(hex(sha256(text.data(), text.size())), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(HmacSha256, MatchesRfc4231Vectors) {
@@ -44,6 +43,26 @@ TEST(Hex, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(toHex(out.data(), out.size()), "00ff10ab");
   EXPECT_FALSE(fromHex("abc", &out));
   EXPECT_FALSE(fromHex("zz", &out));
+}
+
+TEST(HmacSha256, EmptyKeyIsAKeyOfItsOwn) {  // RFC 2104: an empty key is zero-padded like any other
+  EXPECT_EQ(hex(hmacSha256("", "", 0)), "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+}
+
+TEST(JobSecret, ParsesHexOfAtLeast16BytesAndNamesTheSource) {
+  EXPECT_EQ(jobSecretFromHex("000102030405060708090a0b0c0d0e0f", "x"),
+            std::string("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f", 16));
+  for (const char* bad : {"", "00", "000102030405060708090a0b0c0d0e", "zz0102030405060708090a0b0c0d0e0f0"}) {
+    try {
+      jobSecretFromHex(bad, "MEGASCALE_JOB_SECRET");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("MEGASCALE_JOB_SECRET: the job secret must be at least 16 bytes of hex"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(RandomBytes, DiffersBetweenCalls) {
