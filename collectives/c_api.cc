@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/bootstrap/launch_env.h"
+#include "collectives/bootstrap/launcher_channel.h"
 #include "collectives/bootstrap/local_address.h"
 #include "collectives/bootstrap/tcp_store_server.h"
 #include "collectives/communicator.h"
@@ -121,8 +122,9 @@ std::string advertisedHost() {
 std::mutex g_servers_mutex;
 std::vector<std::unique_ptr<TcpStoreServer>> g_servers;
 
-TcpStoreServer& startStoreServer(const std::string& secret, int port) {
+TcpStoreServer& startStoreServer(const std::string& secret, const std::string& host, int port) {
   TcpStoreServer::Options options;
+  options.host = host;
   options.port = port;
   options.secret = secret;
   auto server = std::make_unique<TcpStoreServer>(options);
@@ -177,7 +179,7 @@ mscResult_t mscGetUniqueId(mscUniqueId* out) {
   return guarded([&] {
     if (out == nullptr) throw Error(ErrorCode::kInvalidArgument, "mscGetUniqueId: null pointer");
     UniqueId id = UniqueId::generate("tcp://127.0.0.1:1");
-    TcpStoreServer& server = startStoreServer(id.secret, 0);
+    TcpStoreServer& server = startStoreServer(id.secret, "0.0.0.0", 0);
     id.store_url = "tcp://" + advertisedHost() + ":" + std::to_string(server.port());
     std::string text = id.serialize();
     std::memset(out->internal, 0, sizeof(out->internal));
@@ -196,8 +198,12 @@ mscResult_t mscCommInitRank(mscComm_t* comm, int nranks, mscUniqueId id, int ran
 mscResult_t mscCommInitFromEnv(mscComm_t* comm) {
   return guarded([&] {
     LaunchInfo info = launchInfoFromEnvironment();
-    if (info.hosts_store) startStoreServer(info.id.secret, parseStoreUrl(info.id.store_url).port);
     CommunicatorOptions options = CommunicatorOptions::fromEnvironment();
+    completeLauncherRendezvous(
+        info,
+        [](const std::string& host, const std::string& secret) { return startStoreServer(secret, host, 0).port(); },
+        options.timeout);
+    if (info.hosts_store) startStoreServer(info.id.secret, "0.0.0.0", parseStoreUrl(info.id.store_url).port);
     options.local_rank = info.local_rank;
     options.local_size = info.local_size;
     return createComm(comm, info.id, info.rank, info.world_size, options);

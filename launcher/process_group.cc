@@ -70,9 +70,7 @@ void ProcessGroup::relay(RankProcess& p, int fd, std::string& partial, bool is_e
   char buf[65536];
   ssize_t n = eof ? 0 : read(fd, buf, sizeof(buf));
   if (n > 0) partial.append(buf, static_cast<size_t>(n));
-  std::string prefix = "[";  // appended: GCC 12 -O3 warns falsely (-Wrestrict) on "[" + std::string&&
-  prefix += std::to_string(p.rank);
-  prefix += "] ";
+  std::string prefix = "[" + std::to_string(p.rank) + "] ";
   std::string out;
   size_t start = 0, nl;
   while ((nl = partial.find('\n', start)) != std::string::npos) {

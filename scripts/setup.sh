@@ -9,6 +9,7 @@ packages=(
   libssl-dev                                # libcrypto: SHA-256, HMAC, random bytes for authentication
   libhiredis-dev redis-server
   openmpi-bin libopenmpi-dev libgloo-dev
+  libpmix-dev                               # rendezvous through mpirun's PMIx server (no MASTER_ADDR)
   iproute2 procps python3
   libhwloc-dev                              # NIC locality (PCI function, NUMA node) for the NCCL net plugin
   libdnnl-dev libopenblas-dev libblis-dev   # GEMM libraries the trainer measures (opened at run time)

@@ -25,14 +25,7 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer: a flow's ECMP choice per 
 
 // ---------------------------------------------------------------------------------------------- ports
 
-// Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "literal" + std::string&&.
-std::string Port::name() const {
-  std::string name = "n";
-  name += std::to_string(owner_.id);
-  name += ".p";
-  name += std::to_string(index_);
-  return name;
-}
+std::string Port::name() const { return "n" + std::to_string(owner_.id) + ".p" + std::to_string(index_); }
 
 bool Port::enqueue(const Packet& p) {
   if (p.kind == PacketKind::kData) {
