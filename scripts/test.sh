@@ -21,6 +21,7 @@ build_and_test build -DCMAKE_BUILD_TYPE=Release -DMEGASCALE_WERROR=ON
 
 # Sanitizer builds run the core suites (label "core"): store, transports, schedules, collectives.
 ctest_filter="-L core"
-build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_WERROR=ON
+LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
+  build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_WERROR=ON
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGASCALE_SANITIZE=thread -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_WERROR=ON
