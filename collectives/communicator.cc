@@ -72,23 +72,36 @@ uint32_t collectiveTag(uint32_t seq, const ScheduleSpec& spec, mscDataType_t typ
   return static_cast<uint32_t>(h ^ (h >> 32)) & ~kPointToPointTag;
 }
 
-std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank, int nranks,
-                                                   CommunicatorOptions options) {
+static void validateRank(int rank, int nranks) {
   if (nranks < 1) throw Error(ErrorCode::kInvalidArgument, "comm init: nranks " + std::to_string(nranks) + " < 1");
   if (rank < 0 || rank >= nranks) {
     throw Error(ErrorCode::kInvalidArgument,
                 "comm init: rank " + std::to_string(rank) + " out of range for " + std::to_string(nranks) + " ranks");
   }
+}
+
+std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank, int nranks,
+                                                   CommunicatorOptions options) {
+  validateRank(rank, nranks);  // before waiting for a store
   log::setRank(rank);
   std::string who = "rank " + std::to_string(rank);
   std::shared_ptr<Store> store = connectStore(id, who, options.timeout);
-  options.transport_options.secret = id.secret;
-  options.node.timeout = options.timeout;
   if (options.transport_options.bind_address.empty()) {
     StoreAddress sa = parseStoreUrl(id.store_url);
     std::string local = localAddressToward(sa.host, sa.port);
     options.transport_options.bind_address = local == "0.0.0.0" ? "127.0.0.1" : local;
   }
+  return createOnStore(std::move(store), id.secret, id.job_id, rank, nranks, std::move(options));
+}
+
+std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store> store, const std::string& secret,
+                                                         const std::string& job_label, int rank, int nranks,
+                                                         CommunicatorOptions options) {
+  validateRank(rank, nranks);
+  log::setRank(rank);
+  options.transport_options.secret = secret;
+  options.node.timeout = options.timeout;
+  if (options.transport_options.bind_address.empty()) options.transport_options.bind_address = "127.0.0.1";
   std::string name = resolveTransportName(options.transport, nranks, options.local_size);
   auto transport = transport::createTransport(name, options.transport_options);
   auto listener = transport->listen();
@@ -112,7 +125,7 @@ std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank,
     };
     node = std::make_unique<node::NodeEngine>(rank, nranks, options.node, std::move(region), find_region);
   }
-  MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", id.job_id.c_str(), rank, nranks, name.c_str(),
+  MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks, name.c_str(),
                node ? " (shared-memory collectives)" : "");
   return std::shared_ptr<Communicator>(
       new Communicator(rank, nranks, std::move(options), std::move(links), name, std::move(node)));

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/bootstrap/store.h"
 #include "collectives/bootstrap/unique_id.h"
 #include "collectives/node/node_engine.h"
 #include "collectives/peer_links.h"
@@ -43,6 +44,12 @@ class Communicator {
   /// Joins the job the unique id names as `rank` of `nranks`. Publishes this rank's address in the store
   /// (O(1) store operations, no barrier); connections are made later, only to the peers schedules need.
   static std::shared_ptr<Communicator> create(const UniqueId& id, int rank, int nranks, CommunicatorOptions options);
+  /// The same over a store the caller already holds (a framework's own store, e.g. torch's): connections
+  /// authenticate with `secret`; the transport listens on options.transport_options.bind_address (loopback if
+  /// empty). `job_label` names the job in logs.
+  static std::shared_ptr<Communicator> createOnStore(std::shared_ptr<Store> store, const std::string& secret,
+                                                     const std::string& job_label, int rank, int nranks,
+                                                     CommunicatorOptions options);
 
   ~Communicator();  // finishes queued operations, then stops
   Communicator(const Communicator&) = delete;

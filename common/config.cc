@@ -100,6 +100,11 @@ bool getBool(const char* name) {
   throw Error(ErrorCode::kInvalidArgument, std::string("config: ") + name + "='" + v + "' is not a boolean");
 }
 
+bool isSet(const char* name) {
+  const char* env = std::getenv(findKnob(name).name);
+  return env != nullptr && *env != '\0';
+}
+
 std::chrono::milliseconds timeout() {
   int64_t ms = getInt("MEGASCALE_TIMEOUT_MS");
   if (ms <= 0) throw Error(ErrorCode::kInvalidArgument, "config: MEGASCALE_TIMEOUT_MS must be > 0");

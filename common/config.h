@@ -28,6 +28,8 @@ const std::vector<Knob>& knobs();
 int64_t getInt(const char* name);
 std::string getString(const char* name);
 bool getBool(const char* name);
+/// True when the environment sets the knob (non-empty), so a caller's own default may apply otherwise.
+bool isSet(const char* name);
 
 /// Frequently used knobs, typed.
 std::chrono::milliseconds timeout();  // MEGASCALE_TIMEOUT_MS

@@ -14,6 +14,7 @@ packages=(
   libhwloc-dev                              # NIC locality (PCI function, NUMA node) for the NCCL net plugin
   libdnnl-dev libopenblas-dev libblis-dev   # GEMM libraries the trainer measures (opened at run time)
   python3-torch python3-numpy               # the trainer's numerics oracle and its PyTorch baseline
+  libtorch-dev pybind11-dev python3-dev     # the torch.distributed backend (pytorch/)
   jargon-text                               # the main job's training text (public domain)
   libpng-dev zlib1g-dev                     # the loss-curve plot; gzip-compressed training text
 )

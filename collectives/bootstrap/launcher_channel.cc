@@ -9,10 +9,10 @@
 
 namespace megascale {
 
-std::string storeListenAddress(const LaunchInfo& info, const std::string& toward) {
+std::string listenAddressFor(int world_size, int local_size, const std::string& toward) {
   const std::string configured = config::getString("MEGASCALE_TCP_IFADDR");
   if (!configured.empty()) return configured;
-  if (info.local_size > 0 && info.local_size == info.world_size) return "127.0.0.1";
+  if (local_size > 0 && local_size == world_size) return "127.0.0.1";
   if (!toward.empty()) {
     const std::string routed = localAddressToward(toward, 9);
     if (routed != "0.0.0.0") return routed;
@@ -39,7 +39,7 @@ void rendezvous(LaunchInfo& info, const StoreStarter& start, std::chrono::millis
       info.id.secret.resize(32);
       randomBytes(info.id.secret.data(), info.id.secret.size());
     }
-    const std::string host = storeListenAddress(info, info.rendezvous_host);
+    const std::string host = listenAddressFor(info.world_size, info.local_size, info.rendezvous_host);
     const int port = start(host, info.id.secret);
     info.id.store_url = "tcp://" + host + ":" + std::to_string(port);
     std::string value = info.id.store_url;

@@ -38,8 +38,9 @@ using StoreStarter = std::function<int(const std::string& host, const std::strin
 /// only when none was given), the others read it. Fills info.id. Throws Error naming rank, channel and key.
 void completeLauncherRendezvous(LaunchInfo& info, const StoreStarter& start, std::chrono::milliseconds timeout);
 
-/// The address rank 0's store listens on: MEGASCALE_TCP_IFADDR; loopback when every rank is on this host;
-/// else the local address routed toward `toward` (the launcher's host); else the first non-loopback interface.
-std::string storeListenAddress(const LaunchInfo& info, const std::string& toward);
+/// The address a rank listens on (its store, its transport): MEGASCALE_TCP_IFADDR; loopback when every rank is
+/// on this host (local_size == world_size); else the local address routed toward `toward` (the launcher's
+/// host); else the first non-loopback interface.
+std::string listenAddressFor(int world_size, int local_size, const std::string& toward);
 
 }  // namespace megascale

@@ -132,12 +132,9 @@ TEST(LaunchEnv, MpirunWithoutMasterAddressRendezvousesThroughPmix) {
 }
 
 TEST(LaunchEnv, StoreListensOnLoopbackWhenEveryRankIsHere) {
-  LaunchInfo info;
-  info.world_size = 4;
-  info.local_size = 4;
-  EXPECT_EQ(storeListenAddress(info, "10.1.2.3"), "127.0.0.1");
-  info.local_size = 2;  // across hosts: the address routed toward the launcher's host (loopback here)
-  EXPECT_EQ(storeListenAddress(info, "127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(listenAddressFor(4, 4, "10.1.2.3"), "127.0.0.1");
+  // across hosts: the address routed toward the launcher's host (loopback here)
+  EXPECT_EQ(listenAddressFor(4, 2, "127.0.0.1"), "127.0.0.1");
 }
 
 TEST(LaunchEnv, ClearErrorsForMissingOrMalformedVariables) {
