@@ -5,15 +5,12 @@ every op and dtype), and the results must match. Also: unsupported input fails w
 
 Usage: collectives_test.py N      (PYTHONPATH must reach build/python; skips without torch)"""
 import datetime
-import os
-import socket
 import sys
-import traceback
 
 try:
     import torch
     import torch.distributed as dist
-    import torch.multiprocessing as mp
+    from spawn_ranks import run_ranks
 except ImportError as e:
     print(f"SKIPPED: torch is not importable ({e})")
     sys.exit(0)
@@ -172,40 +169,22 @@ def check_errors(rank, world, ms):
 
 
 def worker(rank, world, port):
-    try:
-        import megascale_torch  # noqa: F401  registers "megascale"
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=60))
-        ms = dist.new_group(backend="megascale")
-        gloo = dist.new_group(backend="gloo")
-        for check in (check_all_reduce, check_movement, check_reductions_to_one, check_all_to_all):
-            check(rank, world, ms, gloo)
-        check_p2p_and_async(rank, world, ms)
-        check_errors(rank, world, ms)
-        dist.barrier()
-        dist.destroy_process_group()
-    except Exception:
-        print(f"rank {rank}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
-        os._exit(1)
+    import megascale_torch  # noqa: F401  registers "megascale"
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    ms = dist.new_group(backend="megascale")
+    gloo = dist.new_group(backend="gloo")
+    for check in (check_all_reduce, check_movement, check_reductions_to_one, check_all_to_all):
+        check(rank, world, ms, gloo)
+    check_p2p_and_async(rank, world, ms)
+    check_errors(rank, world, ms)
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def main():
     world = int(sys.argv[1])
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=worker, args=(r, world, port)) for r in range(world)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(240)
-        if p.is_alive():
-            p.kill()
-            print("FAILED: a worker hung")
-            return 1
-    if any(p.exitcode != 0 for p in procs):
-        print("FAILED: exit codes", [p.exitcode for p in procs])
+    if not run_ranks(worker, world):
         return 1
     print(f"PASSED: {world} processes, every collective matches gloo")
     return 0

@@ -5,15 +5,13 @@ and a peer that dies makes every survivor's collective raise within the timeout 
 Usage: ddp_and_failure_test.py ddp N | dead-peer N      (PYTHONPATH must reach build/python; skips without torch)"""
 import datetime
 import os
-import socket
 import sys
 import time
-import traceback
 
 try:
     import torch
     import torch.distributed as dist
-    import torch.multiprocessing as mp
+    from spawn_ranks import run_ranks
     from torch.nn.parallel import DistributedDataParallel as DDP
 except ImportError as e:
     print(f"SKIPPED: torch is not importable ({e})")
@@ -75,32 +73,9 @@ def dead_peer_worker(rank, world, port):
     raise AssertionError("all_reduce with a dead peer did not raise")
 
 
-def run(target, rank, world, port):
-    try:
-        target(rank, world, port)
-    except Exception:
-        print(f"rank {rank}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
-        os._exit(1)
-
-
 def main():
     mode, world = sys.argv[1], int(sys.argv[2])
-    target = {"ddp": ddp_worker, "dead-peer": dead_peer_worker}[mode]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=run, args=(target, r, world, port)) for r in range(world)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(180)
-        if p.is_alive():
-            p.kill()
-            print("FAILED: a worker hung")
-            return 1
-    if any(p.exitcode != 0 for p in procs):
-        print("FAILED: exit codes", [p.exitcode for p in procs])
+    if not run_ranks({"ddp": ddp_worker, "dead-peer": dead_peer_worker}[mode], world, timeout_s=180):
         return 1
     print(f"PASSED: {mode} with {world} processes")
     return 0
