@@ -95,6 +95,11 @@ def check_movement(rank, world, ms, gloo):
         flat = torch.empty(world * n, dtype=torch.float32)
         dist._all_gather_base(flat, inputs(rank, n, torch.float32), group=ms)
         same(flat, torch.cat([inputs(r, n, torch.float32) for r in range(world)]), f"_all_gather_base n={n}")
+        # in place, as NCCL means it: the input is this rank's block of the output
+        flat = torch.zeros(world * n, dtype=torch.float32)
+        flat[rank * n:(rank + 1) * n] = inputs(rank, n, torch.float32)
+        dist._all_gather_base(flat, flat[rank * n:(rank + 1) * n], group=ms)
+        same(flat, torch.cat([inputs(r, n, torch.float32) for r in range(world)]), f"in-place _all_gather_base n={n}")
 
 
 def check_reductions_to_one(rank, world, ms, gloo):
@@ -113,6 +118,9 @@ def check_reductions_to_one(rank, world, ms, gloo):
         base_out = torch.empty(n, dtype=torch.float64)
         dist._reduce_scatter_base(base_out, torch.cat([c.double() for c in chunks]), group=ms)
         same(base_out, expected.double(), f"_reduce_scatter_base n={n}")
+        whole = torch.cat([c.double() for c in chunks])  # in place: the output is this rank's block of the input
+        dist._reduce_scatter_base(whole[rank * n:(rank + 1) * n], whole, group=ms)
+        same(whole[rank * n:(rank + 1) * n], expected.double(), f"in-place _reduce_scatter_base n={n}")
 
 
 def check_all_to_all(rank, world, ms, gloo):
