@@ -41,26 +41,41 @@ void linearForwardBf16(float* y, const bf16* x, const bf16* weight, const float*
   gemmBf16(GemmBf16Call{Trans::kNo, Trans::kNo, s.rows, s.out, s.in, x, s.in, weight, s.out, beta, y, s.out});
 }
 
+void linearInputGradBf16(float* dx, const bf16* dy_b, const bf16* weight, const LinearShape& s, bool accumulate_dx) {
+  gemmBf16(GemmBf16Call{Trans::kNo, Trans::kYes, s.rows, s.in, s.out, dy_b, s.out, weight, s.out,
+                        accumulate_dx ? 1.0f : 0.0f, dx, s.in});
+}
+
+void linearWeightGradBf16(float* dweight, float* dbias, const float* dy, const bf16* dy_b, const bf16* x,
+                          const LinearShape& s) {
+  gemmBf16(GemmBf16Call{Trans::kYes, Trans::kNo, s.in, s.out, s.rows, x, s.in, dy_b, s.out, 1.0f, dweight, s.out});
+  if (dbias != nullptr) addColumnSums(dbias, dy, s.rows, s.out);
+}
+
 void linearBackwardBf16(float* dx, float* dweight, float* dbias, const float* dy, bf16* dy_scratch, const bf16* x,
                         const bf16* weight, const LinearShape& s, bool accumulate_dx) {
   convertToBf16(dy_scratch, dy, s.rows * s.out);
-  if (dx != nullptr) {
-    gemmBf16(GemmBf16Call{Trans::kNo, Trans::kYes, s.rows, s.in, s.out, dy_scratch, s.out, weight, s.out,
-                          accumulate_dx ? 1.0f : 0.0f, dx, s.in});
-  }
-  gemmBf16(GemmBf16Call{Trans::kYes, Trans::kNo, s.in, s.out, s.rows, x, s.in, dy_scratch, s.out, 1.0f, dweight, s.out});
+  if (dx != nullptr) linearInputGradBf16(dx, dy_scratch, weight, s, accumulate_dx);
+  linearWeightGradBf16(dweight, dbias, dy, dy_scratch, x, s);
+}
+
+template <typename T>
+void linearInputGrad(T* dx, const T* dy, const T* weight, const LinearShape& s, bool accumulate_dx) {
+  gemm(GemmCall<T>{Trans::kNo, Trans::kYes, s.rows, s.in, s.out, dy, s.out, weight, s.out,
+                   accumulate_dx ? T(1) : T(0), dx, s.in});
+}
+
+template <typename T>
+void linearWeightGrad(T* dweight, T* dbias, const T* dy, const T* x, const LinearShape& s) {
+  gemm(GemmCall<T>{Trans::kYes, Trans::kNo, s.in, s.out, s.rows, x, s.in, dy, s.out, T(1), dweight, s.out});
   if (dbias != nullptr) addColumnSums(dbias, dy, s.rows, s.out);
 }
 
 template <typename T>
 void linearBackward(T* dx, T* dweight, T* dbias, const T* dy, const T* x, const T* weight, const LinearShape& s,
                     bool accumulate_dx) {
-  if (dx != nullptr) {
-    gemm(GemmCall<T>{Trans::kNo, Trans::kYes, s.rows, s.in, s.out, dy, s.out, weight, s.out,
-                     accumulate_dx ? T(1) : T(0), dx, s.in});
-  }
-  gemm(GemmCall<T>{Trans::kYes, Trans::kNo, s.in, s.out, s.rows, x, s.in, dy, s.out, T(1), dweight, s.out});
-  if (dbias != nullptr) addColumnSums(dbias, dy, s.rows, s.out);
+  if (dx != nullptr) linearInputGrad(dx, dy, weight, s, accumulate_dx);
+  linearWeightGrad(dweight, dbias, dy, x, s);
 }
 
 template <typename T>
@@ -86,6 +101,10 @@ template void linearBackward<float>(float*, float*, float*, const float*, const 
                                     const LinearShape&, bool);
 template void linearBackward<double>(double*, double*, double*, const double*, const double*, const double*,
                                      const LinearShape&, bool);
+template void linearInputGrad<float>(float*, const float*, const float*, const LinearShape&, bool);
+template void linearInputGrad<double>(double*, const double*, const double*, const LinearShape&, bool);
+template void linearWeightGrad<float>(float*, float*, const float*, const float*, const LinearShape&);
+template void linearWeightGrad<double>(double*, double*, const double*, const double*, const LinearShape&);
 template void addColumnSums<float>(float*, const float*, int64_t, int64_t);
 template void addColumnSums<double>(double*, const double*, int64_t, int64_t);
 

@@ -25,6 +25,13 @@ template <typename T>
 void linearBackward(T* dx, T* dweight, T* dbias, const T* dy, const T* x, const T* weight, const LinearShape& s,
                     bool accumulate_dx);
 
+/// The two halves of linearBackward, for callers that overlap them with communication:
+/// dx (= or +=) dy W^T over s.rows rows, and dweight += x^T dy, dbias += sum_rows dy.
+template <typename T>
+void linearInputGrad(T* dx, const T* dy, const T* weight, const LinearShape& s, bool accumulate_dx);
+template <typename T>
+void linearWeightGrad(T* dweight, T* dbias, const T* dy, const T* x, const LinearShape& s);
+
 /// Mixed precision: x and W in bf16, y and the bias in float (fp32 accumulation).
 void linearForwardBf16(float* y, const bf16* x, const bf16* weight, const float* bias, const LinearShape& s,
                        bool accumulate);
@@ -32,6 +39,11 @@ void linearForwardBf16(float* y, const bf16* x, const bf16* weight, const float*
 /// Mixed precision backward: dy (float) is rounded into dy_scratch [rows, out] first; gradients stay float.
 void linearBackwardBf16(float* dx, float* dweight, float* dbias, const float* dy, bf16* dy_scratch, const bf16* x,
                         const bf16* weight, const LinearShape& s, bool accumulate_dx);
+
+/// The halves of linearBackwardBf16 with dy already rounded (dy_b); dbias sums the float dy.
+void linearInputGradBf16(float* dx, const bf16* dy_b, const bf16* weight, const LinearShape& s, bool accumulate_dx);
+void linearWeightGradBf16(float* dweight, float* dbias, const float* dy, const bf16* dy_b, const bf16* x,
+                          const LinearShape& s);
 
 /// out[c] += sum over rows of in[r, c].
 template <typename T>

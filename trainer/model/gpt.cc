@@ -6,19 +6,32 @@
 #include <string>
 #include <type_traits>
 
+#include "trainer/kernels/gemm_bf16.h"
 #include "trainer/model/random.h"
 
 namespace megascale::trainer {
 
+namespace {
+
+uint64_t nameHash(const std::string& name) {  // FNV-1a: fixed on every platform, unlike std::hash
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace
+
 template <typename T>
-Gpt<T>::Gpt(const ModelConfig& config, const ModelSlice& slice)
-    : config_(config), slice_(slice), table_(buildParameterTable(config, slice)) {
-  if (slice.tp_size != 1 || !slice.hasEmbedding() || !slice.hasHead(config)) {
-    // The table and layer shapes already describe slices; running one needs the collectives of the
-    // parallel trainer.
-    throw std::invalid_argument("this build runs the whole model in one process (tensor parallelism " +
-                                std::to_string(slice.tp_size) + ", layers [" + std::to_string(slice.first_layer) +
-                                ", " + std::to_string(slice.layerEnd(config)) + ") asked)");
+Gpt<T>::Gpt(const ModelConfig& config, const ModelSlice& slice, TensorParallelGroup* tp)
+    : config_(config), slice_(slice), tp_(tp), table_(buildParameterTable(config, slice)) {
+  if (slice.tp_size > 1) {
+    if constexpr (!std::is_same_v<T, float>) {
+      throw std::invalid_argument("tensor parallelism runs float models only");
+    }
+    if (tp == nullptr || tp->size() != slice.tp_size || tp->rank() != slice.tp_rank) {
+      throw std::invalid_argument("a slice with tensor parallelism " + std::to_string(slice.tp_size) +
+                                  " needs its tensor-parallel group (rank " + std::to_string(slice.tp_rank) + ")");
+    }
   }
   const int64_t count = trainer::parameterCount(table_);
   params_.assign(static_cast<size_t>(count), T(0));
@@ -29,22 +42,25 @@ Gpt<T>::Gpt(const ModelConfig& config, const ModelSlice& slice)
 
 template <typename T>
 void Gpt<T>::initialize(uint64_t seed) {
-  Random random(seed);
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config_.layers));
+  std::vector<T> whole;
   for (const auto& spec : table_) {
-    T* data = params_.data() + spec.offset;
+    // Each tensor is drawn whole from its own stream (seed, name), then this slice's part is kept: every
+    // layout starts from the same weights.
+    whole.assign(static_cast<size_t>(globalSize(spec)), T(0));
     const bool is_norm = spec.name.find("ln") != std::string::npos;
     const bool is_bias = spec.name.size() > 5 && spec.name.compare(spec.name.size() - 5, 5, ".bias") == 0;
     if (is_norm && !is_bias) {
-      std::fill_n(data, spec.size(), T(1));
-    } else if (is_bias) {
-      std::fill_n(data, spec.size(), T(0));
-    } else {
+      std::fill(whole.begin(), whole.end(), T(1));
+    } else if (!is_bias) {
+      Random random(seed ^ nameHash(spec.name));
       const bool residual = spec.name.find("proj.weight") != std::string::npos;
       const double std_dev = residual ? residual_std : 0.02;
-      for (int64_t i = 0; i < spec.size(); ++i) data[i] = static_cast<T>(random.normal() * std_dev);
+      for (T& w : whole) w = static_cast<T>(random.normal() * std_dev);
     }
+    copyShardFromGlobal(spec, whole.data(), params_.data() + spec.offset);
   }
+  refreshRoundedWeights();
 }
 
 template <typename T>
@@ -53,9 +69,8 @@ void Gpt<T>::zeroGradients() {
 }
 
 template <typename T>
-void Gpt<T>::checkTokens(const int32_t* tokens, const char* what) const {
-  const int64_t n = batch_ * config_.seq_len;
-  for (int64_t i = 0; i < n; ++i) {
+void Gpt<T>::checkTokens(const int32_t* tokens, int64_t count, const char* what) const {
+  for (int64_t i = 0; i < count; ++i) {
     if (tokens[i] < 0 || tokens[i] >= config_.vocab) {
       throw std::invalid_argument(std::string(what) + " token " + std::to_string(tokens[i]) + " at position " +
                                   std::to_string(i) + " is outside the vocabulary [0, " +
@@ -65,65 +80,160 @@ void Gpt<T>::checkTokens(const int32_t* tokens, const char* what) const {
 }
 
 template <typename T>
+int64_t Gpt<T>::localRows(int64_t batch) const {
+  const int64_t rows = batch * config_.seq_len;
+  if (batch < 1) throw std::invalid_argument("batch size must be at least 1 (got " + std::to_string(batch) + ")");
+  if (rows % tpSize() != 0) {
+    throw std::invalid_argument("tensor parallelism " + std::to_string(tpSize()) + " must divide the " +
+                                std::to_string(rows) + " token rows of a micro-batch (batch x seq_len)");
+  }
+  return rows / tpSize();
+}
+
+template <typename T>
+Activations<T>& Gpt<T>::slot(int index) {
+  if (index < 0) throw std::invalid_argument("activation slot " + std::to_string(index));
+  if (static_cast<size_t>(index) >= slots_.size()) slots_.resize(static_cast<size_t>(index) + 1);
+  return slots_[static_cast<size_t>(index)];
+}
+
+template <typename T>
 void Gpt<T>::setPrecision(Precision precision) {
   if (precision == Precision::kBf16 && !std::is_same_v<T, float>) {
     throw std::invalid_argument("bf16 precision is for float models");
   }
   precision_ = precision;
-  batch_ = 0;  // activations are re-sized (with or without bf16 copies) at the next forward()
+  for (auto& a : slots_) a.batch = 0;  // activations are re-sized (with or without bf16 copies) at next use
+  refreshRoundedWeights();
 }
 
 template <typename T>
-void Activations<T>::resize(const ModelConfig& c, int tp_size, int64_t layer_count, int64_t batch,
-                            Precision precision) {
+void Gpt<T>::refreshRoundedWeights() {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!halfPrecision()) return;
+    weights_b_.resize(params_.size());
+    convertToBf16(weights_b_.data(), params_.data(), static_cast<int64_t>(params_.size()));
+  }
+}
+
+template <typename T>
+void Gpt<T>::round(bf16* dst, const T* src, int64_t count) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (halfPrecision()) convertToBf16(dst, src, count);
+  }
+}
+
+template <typename T>
+void Gpt<T>::gatherRows(T* full, int64_t rows, int64_t cols, const std::function<void(int64_t, int64_t)>& consume) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (tpSize() > 1) return tp_->allGather(full, rows, cols, consume);
+  }
+  consume(0, rows);
+}
+
+template <typename T>
+TensorParallelGroup::PendingReduceScatter Gpt<T>::scatterRows(
+    T* shard, const T* base, int64_t rows, int64_t cols, const std::function<void(int64_t, int64_t, T*)>& produce) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (tpSize() > 1) return tp_->reduceScatter(shard, base, rows, cols, produce);
+  }
+  if (base == nullptr) std::fill_n(shard, rows * cols, T(0));
+  else if (base != shard) std::copy(base, base + rows * cols, shard);
+  produce(0, rows, shard);
+  return TensorParallelGroup::PendingReduceScatter::done();
+}
+
+template <typename T>
+void Gpt<T>::reduceTensorParallelGradients() {
+  if constexpr (std::is_same_v<T, float>) {
+    if (tpSize() == 1) return;
+    replicated_grads_.clear();
+    for (const auto& spec : table_) {
+      if (spec.layout.shard_dim >= 0) continue;
+      replicated_grads_.insert(replicated_grads_.end(), grads_.begin() + spec.offset,
+                               grads_.begin() + spec.offset + spec.size());
+    }
+    tp_->allReduce(replicated_grads_.data(), static_cast<int64_t>(replicated_grads_.size()));
+    auto from = replicated_grads_.begin();
+    for (const auto& spec : table_) {
+      if (spec.layout.shard_dim >= 0) continue;
+      std::copy(from, from + spec.size(), grads_.begin() + spec.offset);
+      from += spec.size();
+    }
+  }
+}
+
+template <typename T>
+void Activations<T>::resize(const ModelConfig& c, int tp_size, int64_t layer_count, int64_t batch_size,
+                            Precision precision, bool has_head) {
+  batch = batch_size;
   const auto n = static_cast<size_t>(batch * c.seq_len), d = static_cast<size_t>(c.d_model);
-  const size_t local = d / static_cast<size_t>(tp_size);
+  const size_t r = n / static_cast<size_t>(tp_size), local = d / static_cast<size_t>(tp_size);
   const size_t heads = static_cast<size_t>(c.heads / tp_size);
-  resid.assign(static_cast<size_t>(layer_count + 1), std::vector<T>(n * d));
+  const bool half = precision == Precision::kBf16;
+  resid.assign(static_cast<size_t>(layer_count + 1), std::vector<T>(r * d));
   layers.assign(static_cast<size_t>(layer_count), LayerActivations<T>{});
   for (auto& a : layers) {
     a.ln1.resize(n * d);
-    a.ln1_mean.resize(n);
-    a.ln1_rstd.resize(n);
+    a.ln1_mean.resize(r);
+    a.ln1_rstd.resize(r);
     a.qkv.resize(n * 3 * local);
     a.att.resize(n * local);
     a.att_lse.resize(static_cast<size_t>(batch) * heads * static_cast<size_t>(c.seq_len));
     if (c.block == BlockKind::kSerial) {
-      a.resid1.resize(n * d);
+      a.resid1.resize(r * d);
       a.ln2.resize(n * d);
-      a.ln2_mean.resize(n);
-      a.ln2_rstd.resize(n);
+      a.ln2_mean.resize(r);
+      a.ln2_rstd.resize(r);
     }
     a.fc.resize(n * 4 * local);
     a.fc_gelu.resize(n * 4 * local);
-    if (precision == Precision::kBf16) {
+    if (half) {
       a.ln1_b.resize(n * d);
       a.att_b.resize(n * local);
       if (c.block == BlockKind::kSerial) a.ln2_b.resize(n * d);
       a.fc_gelu_b.resize(n * 4 * local);
     }
   }
-  if (precision == Precision::kBf16) {
-    lnf_b.resize(n * d);
-    dy_b.resize(n * std::max<size_t>(4 * local, static_cast<size_t>(c.vocab)));
+  if (has_head) {
+    lnf.resize(r * d);
+    lnf_mean.resize(r);
+    lnf_rstd.resize(r);
+    logits.resize(r * static_cast<size_t>(c.vocab));
+    lse.resize(r);
+    losses.resize(r);
+    if (half) lnf_b.resize(r * d);
   }
-  lnf.resize(n * d);
-  lnf_mean.resize(n);
-  lnf_rstd.resize(n);
-  logits.resize(n * static_cast<size_t>(c.vocab));
-  lse.resize(n);
-  losses.resize(n);
-  dresid.resize(n * d);
-  dln.resize(n * d);
-  dqkv.resize(n * 3 * local);
-  datt.resize(n * local);
-  dfc.resize(n * 4 * local);
-  dfc_gelu.resize(n * 4 * local);
-  dlogits.resize(n * static_cast<size_t>(c.vocab));
+}
+
+template <typename T>
+void BackwardScratch<T>::resize(const ModelConfig& c, int tp_size, int64_t batch, Precision precision,
+                                bool has_head) {
+  const auto n = static_cast<size_t>(batch * c.seq_len), d = static_cast<size_t>(c.d_model);
+  const size_t r = n / static_cast<size_t>(tp_size), local = d / static_cast<size_t>(tp_size);
+  const auto grow = [](auto& v, size_t size) {
+    if (v.size() < size) v.resize(size);
+  };
+  grow(dresid, r * d);
+  grow(dln, r * d);
+  if (tp_size > 1) grow(dy_full, n * d);
+  grow(dqkv, n * 3 * local);
+  grow(datt, n * local);
+  grow(dfc, n * 4 * local);
+  grow(dfc_gelu, n * 4 * local);
+  if (has_head) grow(dlogits, r * static_cast<size_t>(c.vocab));
+  if (precision == Precision::kBf16) {
+    grow(dy_b, n * d);
+    grow(dqkv_b, n * 3 * local);
+    grow(dfc_b, n * 4 * local);
+    if (has_head) grow(dlogits_b, r * static_cast<size_t>(c.vocab));
+  }
 }
 
 template struct Activations<float>;
 template struct Activations<double>;
+template struct BackwardScratch<float>;
+template struct BackwardScratch<double>;
 template class Gpt<float>;
 template class Gpt<double>;
 

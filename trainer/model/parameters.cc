@@ -1,5 +1,6 @@
 #include "trainer/model/parameters.h"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <unordered_map>
@@ -78,6 +79,52 @@ std::vector<ParamSpec> buildParameterTable(const ModelConfig& c, const ModelSlic
 int64_t parameterCount(const std::vector<ParamSpec>& table) {
   return table.empty() ? 0 : table.back().offset + table.back().size();
 }
+
+int64_t globalSize(const ParamSpec& spec) {
+  int64_t n = 1;
+  for (int64_t d : spec.global_shape) n *= d;
+  return n;
+}
+
+namespace {
+
+// Visits the runs of a shard: the tensor is [outer, dim, inner] around the sharded dimension, which holds
+// `blocks` blocks; this rank holds part shard_index of each block. visit(global_offset, local_offset, length).
+template <typename Visit>
+void forEachShardRun(const ParamSpec& spec, Visit visit) {
+  const ShardLayout& l = spec.layout;
+  if (l.shard_dim < 0) return visit(int64_t{0}, int64_t{0}, spec.size());
+  const auto dim = static_cast<size_t>(l.shard_dim);
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < dim; ++i) outer *= spec.global_shape[i];
+  for (size_t i = dim + 1; i < spec.global_shape.size(); ++i) inner *= spec.global_shape[i];
+  const int64_t global_dim = spec.global_shape[dim], block = global_dim / l.blocks, part = block / l.shard_count;
+  const int64_t local_dim = spec.shape[dim];
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t b = 0; b < l.blocks; ++b) {
+      const int64_t global_index = o * global_dim + b * block + l.shard_index * part;
+      const int64_t local_index = o * local_dim + b * part;
+      visit(global_index * inner, local_index * inner, part * inner);
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void copyShardFromGlobal(const ParamSpec& spec, const T* global, T* local) {
+  forEachShardRun(spec, [&](int64_t g, int64_t l, int64_t n) { std::copy(global + g, global + g + n, local + l); });
+}
+
+template <typename T>
+void copyShardToGlobal(const ParamSpec& spec, const T* local, T* global) {
+  forEachShardRun(spec, [&](int64_t g, int64_t l, int64_t n) { std::copy(local + l, local + l + n, global + g); });
+}
+
+template void copyShardFromGlobal<float>(const ParamSpec&, const float*, float*);
+template void copyShardFromGlobal<double>(const ParamSpec&, const double*, double*);
+template void copyShardToGlobal<float>(const ParamSpec&, const float*, float*);
+template void copyShardToGlobal<double>(const ParamSpec&, const double*, double*);
 
 template <typename T>
 void bindParameters(T* base, const std::vector<ParamSpec>& table, const ModelConfig& c, const ModelSlice& slice,

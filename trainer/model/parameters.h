@@ -52,6 +52,16 @@ std::vector<ParamSpec> buildParameterTable(const ModelConfig& c, const ModelSlic
 /// Total elements of a table.
 int64_t parameterCount(const std::vector<ParamSpec>& table);
 
+/// Copies this rank's shard of a tensor out of the whole (global) tensor, and back: how tensor-parallel
+/// slices are initialized and how checkpoints move between layouts.
+template <typename T>
+void copyShardFromGlobal(const ParamSpec& spec, const T* global, T* local);
+template <typename T>
+void copyShardToGlobal(const ParamSpec& spec, const T* local, T* global);
+
+/// Elements of the whole tensor.
+int64_t globalSize(const ParamSpec& spec);
+
 /// Points the structs into `base` following `table` (the table built for the same config and slice).
 template <typename T>
 void bindParameters(T* base, const std::vector<ParamSpec>& table, const ModelConfig& c, const ModelSlice& slice,

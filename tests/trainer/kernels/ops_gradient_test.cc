@@ -103,11 +103,11 @@ TEST(EmbeddingGradient, TokenAndPositionTables) {
   auto wte = pseudoRandom(vocab * ch, 15), wpe = pseudoRandom(seq * ch, 16), r = pseudoRandom(batch * seq * ch, 17);
   std::vector<double> y(r.size());
   auto loss = [&] {
-    embeddingForward(y.data(), tokens.data(), wte.data(), wpe.data(), batch, seq, ch);
+    embeddingForward(y.data(), tokens.data(), wte.data(), wpe.data(), batch * seq, 0, seq, ch);
     return weightedSum(y, r);
   };
   std::vector<double> dwte(wte.size(), 0.0), dwpe(wpe.size(), 0.0);
-  embeddingBackward(dwte.data(), dwpe.data(), r.data(), tokens.data(), batch, seq, ch);
+  embeddingBackward(dwte.data(), dwpe.data(), r.data(), tokens.data(), batch * seq, 0, seq, ch);
   EXPECT_LT(worstGradientError(loss, wte, dwte), kTolerance);
   EXPECT_LT(worstGradientError(loss, wpe, dwpe), kTolerance);
 }

@@ -1,0 +1,104 @@
+#include "trainer/parallel/tensor_parallel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace megascale::trainer {
+
+TensorParallelGroup::TensorParallelGroup(std::shared_ptr<Communicator> comm, int chunks,
+                                         std::chrono::milliseconds timeout)
+    : comm_(std::move(comm)), chunks_(chunks), timeout_(timeout) {
+  if (!comm_) throw std::invalid_argument("TensorParallelGroup needs a communicator");
+  if (chunks < 1) throw std::invalid_argument("tensor-parallel chunks must be at least 1 (got " +
+                                              std::to_string(chunks) + ")");
+}
+
+int64_t TensorParallelGroup::chunkBegin(int64_t rows_per_rank, int64_t j) const {
+  const int64_t k = std::min<int64_t>(chunks_, rows_per_rank);
+  return rows_per_rank * j / k;
+}
+
+void TensorParallelGroup::wait(const std::shared_ptr<Work>& work, const char* what) {
+  const Status status = work->wait(timeout_);
+  if (!status.isOk()) {
+    throw Error(status.code(), std::string("tensor-parallel ") + what + " (rank " + std::to_string(rank()) + " of " +
+                                   std::to_string(size()) + "): " + status.message());
+  }
+}
+
+void TensorParallelGroup::allGather(float* full, int64_t rows_per_rank, int64_t cols, const RowsFn& consume) {
+  const int64_t n = size(), me = rank(), r_rows = rows_per_rank;
+  if (n == 1) return consume(0, r_rows);
+  const int64_t k = std::min<int64_t>(chunks_, r_rows);
+  gather_scratch_.resize(static_cast<size_t>(n * r_rows * cols));
+  std::vector<std::shared_ptr<Work>> works;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t b = chunkBegin(r_rows, j), c = chunkBegin(r_rows, j + 1) - b;
+    works.push_back(comm_->allGather(full + (me * r_rows + b) * cols, gather_scratch_.data() + n * b * cols,
+                                     static_cast<size_t>(c * cols), mscFloat32));
+  }
+  consume(me * r_rows, r_rows);  // this rank's rows are already here: compute on them while the rest moves
+  for (int64_t j = 0; j < k; ++j) {
+    wait(works[static_cast<size_t>(j)], "all-gather");
+    const int64_t b = chunkBegin(r_rows, j), c = chunkBegin(r_rows, j + 1) - b;
+    for (int64_t r = 0; r < n; ++r) {
+      if (r == me) continue;
+      std::memcpy(full + (r * r_rows + b) * cols, gather_scratch_.data() + (n * b + r * c) * cols,
+                  static_cast<size_t>(c * cols) * sizeof(float));
+      consume(r * r_rows + b, c);
+    }
+  }
+}
+
+TensorParallelGroup::PendingReduceScatter TensorParallelGroup::reduceScatter(float* shard, const float* base,
+                                                                             int64_t rows_per_rank, int64_t cols,
+                                                                             const ProduceFn& produce) {
+  const int64_t n = size(), r_rows = rows_per_rank, count = r_rows * cols;
+  if (n == 1) {
+    if (base == nullptr) std::fill_n(shard, count, 0.0f);
+    else if (base != shard) std::copy(base, base + count, shard);
+    produce(0, r_rows, shard);
+    return PendingReduceScatter::done();
+  }
+  PendingReduceScatter pending;
+  pending.group_ = this;
+  if (base == shard) throw std::invalid_argument("reduce-scatter: base must not alias the shard");
+  const int64_t k = std::min<int64_t>(chunks_, r_rows);
+  scatter_scratch_.resize(static_cast<size_t>(n * count));
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t b = chunkBegin(r_rows, j), c = chunkBegin(r_rows, j + 1) - b;
+    float* region = scatter_scratch_.data() + n * b * cols;  // [rank][c rows][cols]: one chunk's send buffer
+    std::fill_n(region, n * c * cols, 0.0f);
+    for (int64_t r = 0; r < n; ++r) produce(r * r_rows + b, c, region + r * c * cols);
+    pending.works_.push_back(comm_->reduceScatter(region, shard + b * cols, static_cast<size_t>(c * cols), mscFloat32,
+                                                  mscSum));
+  }
+  pending.shard_ = shard;
+  pending.base_ = base;
+  pending.count_ = count;
+  return pending;
+}
+
+void TensorParallelGroup::PendingReduceScatter::finish() {
+  if (finished_) return;
+  finished_ = true;
+  for (const auto& work : works_) group_->wait(work, "reduce-scatter");
+  if (base_ == nullptr) return;
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count_; ++i) shard_[i] += base_[i];
+}
+
+TensorParallelGroup::PendingReduceScatter::~PendingReduceScatter() {
+  // An exception unwound past finish(): the chunks still read scratch the group owns, so let them land.
+  if (finished_ || group_ == nullptr) return;
+  for (const auto& work : works_) (void)work->wait(group_->timeout_);
+}
+
+void TensorParallelGroup::allReduce(float* data, int64_t count) {
+  if (size() == 1) return;
+  wait(comm_->allReduce(data, data, static_cast<size_t>(count), mscFloat32, mscSum), "all-reduce");
+}
+
+}  // namespace megascale::trainer
