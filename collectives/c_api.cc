@@ -118,22 +118,6 @@ std::string advertisedHost() {
   return "127.0.0.1";
 }
 
-// Stores this process serves (mscGetUniqueId, or rank 0 under torchrun); they live as long as the process.
-std::mutex g_servers_mutex;
-std::vector<std::unique_ptr<TcpStoreServer>> g_servers;
-
-TcpStoreServer& startStoreServer(const std::string& secret, const std::string& host, int port) {
-  TcpStoreServer::Options options;
-  options.host = host;
-  options.port = port;
-  options.secret = secret;
-  auto server = std::make_unique<TcpStoreServer>(options);
-  server->start();
-  std::lock_guard<std::mutex> lock(g_servers_mutex);
-  g_servers.push_back(std::move(server));
-  return *g_servers.back();
-}
-
 mscResult_t createComm(mscComm_t* out, const UniqueId& id, int rank, int nranks, CommunicatorOptions options) {
   if (out == nullptr) throw Error(ErrorCode::kInvalidArgument, "comm init: null output pointer");
   *out = nullptr;
@@ -179,7 +163,7 @@ mscResult_t mscGetUniqueId(mscUniqueId* out) {
   return guarded([&] {
     if (out == nullptr) throw Error(ErrorCode::kInvalidArgument, "mscGetUniqueId: null pointer");
     UniqueId id = UniqueId::generate("tcp://127.0.0.1:1");
-    TcpStoreServer& server = startStoreServer(id.secret, "0.0.0.0", 0);
+    TcpStoreServer& server = startProcessStoreServer(id.secret, "0.0.0.0", 0);
     id.store_url = "tcp://" + advertisedHost() + ":" + std::to_string(server.port());
     std::string text = id.serialize();
     std::memset(out->internal, 0, sizeof(out->internal));
@@ -197,16 +181,12 @@ mscResult_t mscCommInitRank(mscComm_t* comm, int nranks, mscUniqueId id, int ran
 
 mscResult_t mscCommInitFromEnv(mscComm_t* comm) {
   return guarded([&] {
-    LaunchInfo info = launchInfoFromEnvironment();
-    CommunicatorOptions options = CommunicatorOptions::fromEnvironment();
-    completeLauncherRendezvous(
-        info,
-        [](const std::string& host, const std::string& secret) { return startStoreServer(secret, host, 0).port(); },
-        options.timeout);
-    if (info.hosts_store) startStoreServer(info.id.secret, "0.0.0.0", parseStoreUrl(info.id.store_url).port);
-    options.local_rank = info.local_rank;
-    options.local_size = info.local_size;
-    return createComm(comm, info.id, info.rank, info.world_size, options);
+    if (comm == nullptr) throw Error(ErrorCode::kInvalidArgument, "comm init: null output pointer");
+    *comm = nullptr;
+    auto wrapper = std::make_unique<mscComm>();
+    wrapper->impl = Communicator::createFromEnvironment(CommunicatorOptions::fromEnvironment());
+    *comm = wrapper.release();
+    return mscSuccess;
   });
 }
 

@@ -51,6 +51,10 @@ class Communicator {
                                                      const std::string& job_label, int rank, int nranks,
                                                      CommunicatorOptions options);
 
+  /// Joins the job the launcher started (megascale-run, torchrun, srun, mpirun: see bootstrap/launch_env.h),
+  /// hosting the job's store when this rank is the one that must; local rank and size come from the launcher.
+  static std::shared_ptr<Communicator> createFromEnvironment(CommunicatorOptions options = CommunicatorOptions::fromEnvironment());
+
   ~Communicator();  // finishes queued operations, then stops
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -146,6 +150,11 @@ class Communicator {
   uint32_t next_sequence_ = 0;  // guarded by queue_mutex_
   std::jthread worker_;
 };
+
+/// Starts a store server that lives until the process exits (rank 0's store under a launcher,
+/// mscGetUniqueId's store).
+class TcpStoreServer;
+TcpStoreServer& startProcessStoreServer(const std::string& secret, const std::string& host, int port);
 
 constexpr uint32_t kPointToPointTag = 0x80000000u;
 uint32_t collectiveTag(uint32_t seq, const ScheduleSpec& spec, mscDataType_t type, mscRedOp_t op);
