@@ -80,6 +80,50 @@ void Gpt<T>::checkTokens(const int32_t* tokens, int64_t count, const char* what)
 }
 
 template <typename T>
+typename Gpt<T>::ParamRange Gpt<T>::layerRange(int64_t local_layer) const {
+  const std::string prefix = "layers." + std::to_string(slice_.first_layer + local_layer) + ".";
+  ParamRange r{-1, -1};
+  for (const auto& spec : table_) {
+    if (spec.name.rfind(prefix, 0) != 0) continue;
+    if (r.begin < 0) r.begin = spec.offset;
+    r.end = spec.offset + spec.size();
+  }
+  return r;
+}
+
+template <typename T>
+typename Gpt<T>::ParamRange Gpt<T>::frontRange() const {
+  return ParamRange{0, lp_.empty() ? 0 : layerRange(0).begin};
+}
+
+template <typename T>
+typename Gpt<T>::ParamRange Gpt<T>::headRange() const {
+  const int64_t total = trainer::parameterCount(table_);
+  if (!slice_.hasHead(config_)) return ParamRange{total, total};
+  return ParamRange{lp_.empty() ? total : layerRange(static_cast<int64_t>(lp_.size()) - 1).end, total};
+}
+
+template <typename T>
+std::vector<typename Gpt<T>::ParamRange> Gpt<T>::gradientOrder() const {
+  std::vector<ParamRange> order;
+  const auto add = [&](ParamRange r) {
+    if (r.end > r.begin) order.push_back(r);
+  };
+  add(headRange());
+  if (!slice_.hasEmbedding()) add(frontRange());  // the head's copy of wte is done with the head
+  for (int64_t l = static_cast<int64_t>(lp_.size()) - 1; l >= 0; --l) add(layerRange(l));
+  if (slice_.hasEmbedding()) add(frontRange());
+  return order;
+}
+
+template <typename T>
+void Gpt<T>::setParameterHooks(std::function<void(ParamRange)> before_use,
+                               std::function<void(ParamRange)> gradients_done) {
+  before_use_ = std::move(before_use);
+  gradients_done_ = std::move(gradients_done);
+}
+
+template <typename T>
 int64_t Gpt<T>::localRows(int64_t batch) const {
   const int64_t rows = batch * config_.seq_len;
   if (batch < 1) throw std::invalid_argument("batch size must be at least 1 (got " + std::to_string(batch) + ")");
@@ -120,6 +164,15 @@ template <typename T>
 void Gpt<T>::round(bf16* dst, const T* src, int64_t count) {
   if constexpr (std::is_same_v<T, float>) {
     if (halfPrecision()) convertToBf16(dst, src, count);
+  }
+}
+
+template <typename T>
+void Gpt<T>::refreshRoundedWeights(ParamRange range) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!halfPrecision()) return;
+    weights_b_.resize(params_.size());
+    convertToBf16(weights_b_.data() + range.begin, params_.data() + range.begin, range.end - range.begin);
   }
 }
 

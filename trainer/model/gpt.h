@@ -70,6 +70,21 @@ class Gpt {
   /// Sums the gradients of the tensors every TP rank holds whole (LayerNorms, row-parallel biases,
   /// embeddings) across the group: each rank computed them on its own token rows.
   void reduceTensorParallelGradients();
+  /// A run [begin, end) of the flat parameter (and gradient) buffer: a layer's tensors, the embedding's, the
+  /// head's. The data-parallel optimizer hangs its buckets on these.
+  struct ParamRange {
+    int64_t begin = 0, end = 0;
+    bool operator==(const ParamRange&) const = default;
+  };
+  /// The ranges in the order one backwardStage finishes their gradients.
+  std::vector<ParamRange> gradientOrder() const;
+  /// before_use(range) runs before a forward first reads the range's parameters; gradients_done(range) after a
+  /// backward has added its last contribution to the range's gradients. Either may be empty.
+  void setParameterHooks(std::function<void(ParamRange)> before_use, std::function<void(ParamRange)> gradients_done);
+
+  /// bf16 precision: rounds the weights of one range (parameters that just arrived).
+  void refreshRoundedWeights(ParamRange range);
+
   /// Token rows of this rank's sequence shard. Throws std::invalid_argument unless batch x seq_len divides
   /// by the tensor-parallel size.
   int64_t localRows(int64_t batch) const;
@@ -135,9 +150,20 @@ class Gpt {
   const bf16* roundedWeight(const T* w) const { return weights_b_.data() + (w - params_.data()); }
   bool halfPrecision() const { return precision_ == Precision::kBf16; }
 
+  ParamRange layerRange(int64_t local_layer) const;
+  ParamRange frontRange() const;  // wte (and wpe) at the front of the table
+  ParamRange headRange() const;   // lnf at the end (empty without the head)
+  void beforeUse(ParamRange r) {
+    if (before_use_ && r.end > r.begin) before_use_(r);
+  }
+  void gradientsDone(ParamRange r) {
+    if (gradients_done_ && r.end > r.begin) gradients_done_(r);
+  }
+
   ModelConfig config_;
   ModelSlice slice_;
   TensorParallelGroup* tp_;
+  std::function<void(ParamRange)> before_use_, gradients_done_;
   std::vector<ParamSpec> table_;
   std::vector<T> params_, grads_;
   GlobalParams<T> p_{}, g_{};

@@ -52,14 +52,20 @@ void Gpt<T>::backwardStage(int index, const T* output_grad, T* input_grad) {
   scratch_.resize(config_, tpSize(), a.batch, precision_, head);
   if (head) {
     backwardHead(a);
+    gradientsDone(headRange());
+    if (!slice_.hasEmbedding()) gradientsDone(frontRange());
   } else {
     if (output_grad == nullptr) throw std::invalid_argument("a stage before the last needs its output gradient");
     std::copy(output_grad, output_grad + rows * d, scratch_.dresid.begin());
   }
-  for (int64_t l = static_cast<int64_t>(lp_.size()) - 1; l >= 0; --l) backwardLayer(a, l);
+  for (int64_t l = static_cast<int64_t>(lp_.size()) - 1; l >= 0; --l) {
+    backwardLayer(a, l);
+    gradientsDone(layerRange(l));
+  }
   if (slice_.hasEmbedding()) {
     embeddingBackward(g_.wte, g_.wpe, scratch_.dresid.data(), a.tokens.data(), rows, slice_.tp_rank * rows,
                       config_.seq_len, d);
+    gradientsDone(frontRange());
   } else if (input_grad != nullptr) {
     std::copy(scratch_.dresid.begin(), scratch_.dresid.begin() + rows * d, input_grad);
   }

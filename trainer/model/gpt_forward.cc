@@ -50,6 +50,7 @@ T Gpt<T>::forwardStage(int index, const StageInput& input, T* output) {
     if (input.tokens == nullptr) throw std::invalid_argument("the first pipeline stage reads tokens");
     checkTokens(input.tokens, n, "input");  // all of them, so that every TP rank fails alike
     a.tokens.assign(input.tokens + first_row, input.tokens + first_row + rows);
+    beforeUse(frontRange());
     embeddingForward(a.resid[0].data(), a.tokens.data(), p_.wte, p_.wpe, rows, first_row, config_.seq_len, d);
   } else {
     if (input.activations == nullptr) throw std::invalid_argument("a later pipeline stage reads activations");
@@ -61,12 +62,17 @@ T Gpt<T>::forwardStage(int index, const StageInput& input, T* output) {
     a.targets.assign(input.targets + first_row, input.targets + first_row + rows);
     a.loss_scale = input.loss_scale;
   }
-  for (size_t l = 0; l < lp_.size(); ++l) forwardLayer(a, static_cast<int64_t>(l));
+  for (size_t l = 0; l < lp_.size(); ++l) {
+    beforeUse(layerRange(static_cast<int64_t>(l)));
+    forwardLayer(a, static_cast<int64_t>(l));
+  }
   a.awaiting_backward = true;
   if (!head) {
     if (output != nullptr) std::copy(a.resid.back().begin(), a.resid.back().end(), output);
     return T(0);
   }
+  beforeUse(headRange());
+  if (!slice_.hasEmbedding()) beforeUse(frontRange());
   forwardHead(a);
   T total = 0;
   for (T loss : a.losses) total += loss;

@@ -31,12 +31,53 @@ Optimizer<T>::Optimizer(const OptimizerConfig& config, std::vector<ParamSpec> ta
 }
 
 template <typename T>
+AdamCoefficients<T>::AdamCoefficients(const OptimizerConfig& config, int64_t step)
+    : b1(static_cast<T>(config.beta1)),
+      b2(static_cast<T>(config.beta2)),
+      eps(static_cast<T>(config.epsilon)),
+      correction1(T(1) - static_cast<T>(std::pow(config.beta1, static_cast<double>(step)))),
+      correction2(T(1) - static_cast<T>(std::pow(config.beta2, static_cast<double>(step)))) {}
+
+template <typename T>
+void adamwUpdate(T* p, const T* g, T* m, T* v, int64_t n, const AdamCoefficients<T>& c, T lr, T decay) {
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = c.b1 * m[i] + (T(1) - c.b1) * g[i];
+    v[i] = c.b2 * v[i] + (T(1) - c.b2) * g[i] * g[i];
+    p[i] *= T(1) - lr * decay;
+    p[i] -= lr * (m[i] / c.correction1) / (std::sqrt(v[i] / c.correction2) + c.eps);
+  }
+}
+
+template <typename T>
+void lambMoments(const T* p, const T* g, T* m, T* v, int64_t n, const AdamCoefficients<T>& c, T decay,
+                 double& weight_norm_sq, double& update_norm_sq) {
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = c.b1 * m[i] + (T(1) - c.b1) * g[i];
+    v[i] = c.b2 * v[i] + (T(1) - c.b2) * g[i] * g[i];
+    const T u = (m[i] / c.correction1) / (std::sqrt(v[i] / c.correction2) + c.eps) + decay * p[i];
+    weight_norm_sq += static_cast<double>(p[i]) * static_cast<double>(p[i]);
+    update_norm_sq += static_cast<double>(u) * static_cast<double>(u);
+  }
+}
+
+template <typename T>
+void lambApply(T* p, const T* m, const T* v, int64_t n, const AdamCoefficients<T>& c, T decay, T scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T u = (m[i] / c.correction1) / (std::sqrt(v[i] / c.correction2) + c.eps) + decay * p[i];
+    p[i] -= scale * u;
+  }
+}
+
+double lambScale(double lr, double weight_norm_sq, double update_norm_sq) {
+  const double weight_norm = std::sqrt(weight_norm_sq), update_norm = std::sqrt(update_norm_sq);
+  return lr * ((weight_norm > 0 && update_norm > 0) ? weight_norm / update_norm : 1.0);
+}
+
+template <typename T>
 void Optimizer<T>::step(T* params, const T* grads, double lr) {
   ++steps_;
-  const T b1 = static_cast<T>(config_.beta1), b2 = static_cast<T>(config_.beta2);
-  const T eps = static_cast<T>(config_.epsilon);
-  const T correction1 = T(1) - static_cast<T>(std::pow(config_.beta1, static_cast<double>(steps_)));
-  const T correction2 = T(1) - static_cast<T>(std::pow(config_.beta2, static_cast<double>(steps_)));
+  const AdamCoefficients<T> c(config_, steps_);
   for (const ParamSpec& spec : table_) {
     T* p = params + spec.offset;
     const T* g = grads + spec.offset;
@@ -45,33 +86,13 @@ void Optimizer<T>::step(T* params, const T* grads, double lr) {
     const int64_t n = spec.size();
     const T decay = spec.weight_decay ? static_cast<T>(config_.weight_decay) : T(0);
     if (config_.kind == OptimizerKind::kAdamW) {
-      const T lr_t = static_cast<T>(lr);
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-      for (int64_t i = 0; i < n; ++i) {
-        m[i] = b1 * m[i] + (T(1) - b1) * g[i];
-        v[i] = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
-        p[i] *= T(1) - lr_t * decay;
-        p[i] -= lr_t * (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
-      }
+      adamwUpdate(p, g, m, v, n, c, static_cast<T>(lr), decay);
       continue;
     }
     // LAMB: u = adam direction + decay * p, scaled per tensor by ||p|| / ||u||.
-    double weight_norm = 0, update_norm = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      m[i] = b1 * m[i] + (T(1) - b1) * g[i];
-      v[i] = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
-      const T u = (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps) + decay * p[i];
-      weight_norm += static_cast<double>(p[i]) * static_cast<double>(p[i]);
-      update_norm += static_cast<double>(u) * static_cast<double>(u);
-    }
-    weight_norm = std::sqrt(weight_norm);
-    update_norm = std::sqrt(update_norm);
-    const double trust = (weight_norm > 0 && update_norm > 0) ? weight_norm / update_norm : 1.0;
-    const T scale = static_cast<T>(lr * trust);
-    for (int64_t i = 0; i < n; ++i) {
-      const T u = (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps) + decay * p[i];
-      p[i] -= scale * u;
-    }
+    double weight_norm_sq = 0, update_norm_sq = 0;
+    lambMoments(p, g, m, v, n, c, decay, weight_norm_sq, update_norm_sq);
+    lambApply(p, m, v, n, c, decay, static_cast<T>(lambScale(lr, weight_norm_sq, update_norm_sq)));
   }
 }
 
@@ -91,6 +112,20 @@ double clipGradientNorm(T* grads, int64_t count, double max_norm) {
   return norm;
 }
 
+template struct AdamCoefficients<float>;
+template struct AdamCoefficients<double>;
+template void adamwUpdate<float>(float*, const float*, float*, float*, int64_t, const AdamCoefficients<float>&, float,
+                                 float);
+template void adamwUpdate<double>(double*, const double*, double*, double*, int64_t, const AdamCoefficients<double>&,
+                                  double, double);
+template void lambMoments<float>(const float*, const float*, float*, float*, int64_t, const AdamCoefficients<float>&,
+                                 float, double&, double&);
+template void lambMoments<double>(const double*, const double*, double*, double*, int64_t,
+                                  const AdamCoefficients<double>&, double, double&, double&);
+template void lambApply<float>(float*, const float*, const float*, int64_t, const AdamCoefficients<float>&, float,
+                               float);
+template void lambApply<double>(double*, const double*, const double*, int64_t, const AdamCoefficients<double>&,
+                                double, double);
 template class Optimizer<float>;
 template class Optimizer<double>;
 template double clipGradientNorm<float>(float*, int64_t, double);

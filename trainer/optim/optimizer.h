@@ -28,6 +28,29 @@ struct LrSchedule {
   double at(int64_t step) const;
 };
 
+/// The per-element math of one optimizer step, shared by the whole-model Optimizer and the sharded one
+/// (ZeRO), which applies it to pieces of tensors.
+template <typename T>
+struct AdamCoefficients {
+  T b1, b2, eps, correction1, correction2;
+  /// For the `step`-th update (1-based).
+  AdamCoefficients(const OptimizerConfig& config, int64_t step);
+};
+
+/// AdamW on n elements: moments updated, p decayed (decoupled) and moved.
+template <typename T>
+void adamwUpdate(T* p, const T* g, T* m, T* v, int64_t n, const AdamCoefficients<T>& c, T lr, T decay);
+
+/// LAMB, first half: moments updated; adds sum p^2 and sum u^2 (u = Adam direction + decay p) to the norms.
+template <typename T>
+void lambMoments(const T* p, const T* g, T* m, T* v, int64_t n, const AdamCoefficients<T>& c, T decay,
+                 double& weight_norm_sq, double& update_norm_sq);
+/// LAMB, second half: p -= scale u, with scale = lr x trust ratio of the whole tensor.
+template <typename T>
+void lambApply(T* p, const T* m, const T* v, int64_t n, const AdamCoefficients<T>& c, T decay, T scale);
+/// lr x ||p|| / ||u|| (lr alone when either norm is 0).
+double lambScale(double lr, double weight_norm_sq, double update_norm_sq);
+
 template <typename T>
 class Optimizer {
  public:

@@ -1,0 +1,82 @@
+#include "trainer/parallel/parallel_trainer.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace megascale::trainer {
+
+std::pair<int64_t, int64_t> ParallelTrainer::stageLayers(int64_t layers, int stages, int stage) {
+  return {layers * stage / stages, layers * (stage + 1) / stages};
+}
+
+ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig& optimizer,
+                                 const ParallelConfig& parallel, int64_t global_batch,
+                                 std::shared_ptr<Communicator> world, uint64_t seed, Precision precision)
+    : model_(model), parallel_(parallel), global_batch_(global_batch) {
+  const PipelineShape shape{parallel.pp, parallel.virtual_stages, parallel.micro_batches};
+  shape.validate();
+  model.validate();
+  const ParallelLayout layout = ParallelLayout::forWorld(world->size(), parallel.tp, parallel.pp);
+  const int virtual_stages = parallel.pp * parallel.virtual_stages;
+  if (model.layers < virtual_stages) {
+    throw std::invalid_argument("--layers " + std::to_string(model.layers) + " cannot fill " +
+                                std::to_string(virtual_stages) + " pipeline stages (pp x virtual stages)");
+  }
+  if (global_batch % (layout.dp * parallel.micro_batches) != 0) {
+    throw std::invalid_argument("--batch-size " + std::to_string(global_batch) + " must divide into " +
+                                std::to_string(layout.dp) + " data-parallel ranks x " +
+                                std::to_string(parallel.micro_batches) + " micro-batches");
+  }
+  micro_batch_ = global_batch / (layout.dp * parallel.micro_batches);
+  groups_ = ProcessGroups::create(std::move(world), parallel.tp, parallel.pp, parallel.virtual_stages > 1);
+  tensor_parallel_ = std::make_unique<TensorParallelGroup>(groups_.tp, parallel.overlap_tp ? parallel.tp_chunks : 1,
+                                                           parallel.timeout);
+  std::vector<Gpt<float>*> views;
+  for (int c = 0; c < parallel.virtual_stages; ++c) {
+    const auto [first, end] = stageLayers(model.layers, virtual_stages, virtualStage(shape, groups_.me.pp, c));
+    ModelSlice slice;
+    slice.tp_size = parallel.tp;
+    slice.tp_rank = groups_.me.tp;
+    slice.first_layer = first;
+    slice.layer_count = end - first;
+    auto chunk = std::make_unique<Gpt<float>>(model, slice, tensor_parallel_.get());
+    chunk->localRows(micro_batch_);  // throws unless the micro-batch's rows split across the TP ranks
+    chunk->initialize(seed);
+    if (precision == Precision::kBf16) chunk->setPrecision(Precision::kBf16);
+    views.push_back(chunk.get());
+    chunks_.push_back(std::move(chunk));
+  }
+  ZeroOptions zero;
+  zero.optimizer = optimizer;
+  zero.bucket_elements = parallel.bucket_elements;
+  zero.overlap = parallel.overlap_dp;
+  zero.timeout = parallel.timeout;
+  zero_ = std::make_unique<ZeroOptimizer>(zero, views, groups_);
+  pipeline_ = std::make_unique<PipelineRuntime>(shape, groups_, views, micro_batch_, parallel.overlap_pp,
+                                                parallel.timeout);
+}
+
+ParallelTrainer::~ParallelTrainer() = default;
+
+bool ParallelTrainer::isReporter() const {
+  return groups_.me.tp == 0 && groups_.me.dp == 0 && groups_.me.pp == groups_.layout.pp - 1;
+}
+
+ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* targets, double lr) {
+  for (auto& chunk : chunks_) chunk->zeroGradients();
+  const int64_t seq = model_.seq_len, per_dp = global_batch_ / groups_.layout.dp;
+  const auto micro = [&](int m) {
+    const int64_t first_row = (groups_.me.dp * per_dp + m * micro_batch_) * seq;
+    return MicroBatchTokens{tokens + first_row, targets + first_row};
+  };
+  const float scale = 1.0f / static_cast<float>(global_batch_ * seq);
+  double loss = pipeline_->run(micro, scale, zero_.get());
+  const Status status = groups_.world->allReduce(&loss, &loss, 1, mscFloat64, mscSum)->wait(parallel_.timeout);
+  if (!status.isOk()) throw Error(status.code(), "loss all-reduce: " + status.message());
+  ParallelStepResult result;
+  result.loss = loss / static_cast<double>(global_batch_ * seq);
+  result.grad_norm = zero_->step(lr);
+  return result;
+}
+
+}  // namespace megascale::trainer

@@ -1,0 +1,65 @@
+// One rank of the 3D-parallel trainer: its process groups, its model chunks (a tensor-parallel slice of each
+// of its virtual pipeline stages), the pipeline runtime and the ZeRO-2 optimizer, driven one step at a time.
+// Every rank is given the whole global batch's tokens and reads its own rows: DP rank d takes sequences
+// [d B/D, (d+1) B/D), cut into micro-batches; TP ranks of one group read the same ones.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "trainer/model/gpt.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/parallel/pipeline_runtime.h"
+#include "trainer/parallel/process_groups.h"
+#include "trainer/parallel/tensor_parallel.h"
+#include "trainer/parallel/zero_optimizer.h"
+
+namespace megascale::trainer {
+
+struct ParallelConfig {
+  int tp = 1, pp = 1, virtual_stages = 1, micro_batches = 1;
+  bool overlap_tp = true, overlap_pp = true, overlap_dp = true;
+  int tp_chunks = 4;                    // pieces each TP all-gather / reduce-scatter is cut into (overlap on)
+  int64_t bucket_elements = 1 << 20;    // DP gradient bucket
+  std::chrono::milliseconds timeout{300000};
+};
+
+struct ParallelStepResult {
+  double loss = 0;       // mean token loss of the global batch (every rank)
+  double grad_norm = 0;  // before clipping (every rank)
+};
+
+class ParallelTrainer {
+ public:
+  /// Collective over `world`. Throws std::invalid_argument for a layout that does not fit the model or batch.
+  ParallelTrainer(const ModelConfig& model, const OptimizerConfig& optimizer, const ParallelConfig& parallel,
+                  int64_t global_batch, std::shared_ptr<Communicator> world, uint64_t seed, Precision precision);
+  ~ParallelTrainer();
+
+  /// One optimizer step on the global batch's tokens and targets [global_batch, seq_len].
+  ParallelStepResult step(const int32_t* tokens, const int32_t* targets, double lr);
+
+  const ProcessGroups& groups() const { return groups_; }
+  const std::vector<std::unique_ptr<Gpt<float>>>& chunks() const { return chunks_; }
+  ZeroOptimizer& optimizer() { return *zero_; }
+  PipelineRuntime& pipeline() { return *pipeline_; }
+  /// This rank writes the run's output: the last pipeline stage's first TP and DP rank.
+  bool isReporter() const;
+  int64_t microBatchSize() const { return micro_batch_; }
+  /// Layers [first, end) of virtual stage s (s = chunk x P + pipeline rank).
+  static std::pair<int64_t, int64_t> stageLayers(int64_t layers, int stages, int stage);
+
+ private:
+  ModelConfig model_;
+  ParallelConfig parallel_;
+  int64_t global_batch_, micro_batch_;
+  ProcessGroups groups_;
+  std::unique_ptr<TensorParallelGroup> tensor_parallel_;
+  std::vector<std::unique_ptr<Gpt<float>>> chunks_;
+  std::unique_ptr<ZeroOptimizer> zero_;
+  std::unique_ptr<PipelineRuntime> pipeline_;
+};
+
+}  // namespace megascale::trainer

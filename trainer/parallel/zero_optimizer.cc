@@ -1,0 +1,333 @@
+#include "trainer/parallel/zero_optimizer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace megascale::trainer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool holdsTiedEmbedding(const Gpt<float>& chunk, const ProcessGroups& groups) {
+  if (!groups.embedding) return false;
+  for (const auto& spec : chunk.parameterTable()) {
+    if (spec.name == "wte") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*> chunks, const ProcessGroups& groups)
+    : options_(options), chunks_(std::move(chunks)), groups_(groups), dp_size_(groups.dp->size()),
+      dp_rank_(groups.dp->rank()) {
+  if (options_.bucket_elements < 1) throw std::invalid_argument("the DP bucket size must be at least 1 parameter");
+  const bool tensor_parallel = groups.layout.tp > 1;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const Gpt<float>& chunk = *chunks_[c];
+    tensor_base_.push_back(tensor_count_);
+    const auto& table = chunk.parameterTable();
+    tensor_count_ += static_cast<int>(table.size());
+    const bool tied = holdsTiedEmbedding(chunk, groups);
+    // The last stage's copy of the tied embedding is a duplicate: counted once in the norm, on the first.
+    const bool duplicate_wte = tied && !chunk.parameterTable().empty() && chunk.parameterTable().front().name == "wte" &&
+                               groups.me.pp != 0;
+    Bucket* open = nullptr;
+    for (const auto& range : chunk.gradientOrder()) {
+      if (open == nullptr || open->elements >= options_.bucket_elements) {
+        buckets_.emplace_back();
+        open = &buckets_.back();
+        open->chunk = static_cast<int>(c);
+      }
+      open->ranges.push_back(Range{range.begin, range.end, open->elements});
+      open->elements += range.end - range.begin;
+      if (tied && range.begin == 0) open->deferred = true;
+      bucket_of_[{static_cast<int>(c), range.begin}] = buckets_.size() - 1;
+    }
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      Bucket& bucket = buckets_[b];
+      if (bucket.chunk != static_cast<int>(c) || bucket.shard > 0) continue;
+      bucket.shard = (bucket.elements + dp_size_ - 1) / dp_size_;
+      bucket.buffer.assign(static_cast<size_t>(bucket.shard * dp_size_), 0.0f);
+      const int64_t lo = dp_rank_ * bucket.shard, hi = lo + bucket.shard;
+      for (const Range& r : bucket.ranges) {
+        for (size_t t = 0; t < table.size(); ++t) {
+          const ParamSpec& spec = table[t];
+          const int64_t begin = std::max(r.begin, spec.offset), end = std::min(r.end, spec.offset + spec.size());
+          if (begin >= end) continue;
+          const int64_t packed_begin = std::max(lo, r.packed + (begin - r.begin));
+          const int64_t packed_end = std::min(hi, r.packed + (end - r.begin));
+          if (packed_begin >= packed_end) continue;
+          const bool replicated = spec.layout.shard_dim < 0;
+          const bool counted = !(replicated && tensor_parallel && groups.me.tp != 0) && !(duplicate_wte && spec.name == "wte");
+          bucket.pieces.push_back(TensorPiece{tensor_base_.back() + static_cast<int>(t), packed_begin - lo,
+                                              r.begin + (packed_begin - r.packed), packed_end - packed_begin,
+                                              spec.weight_decay, replicated && tensor_parallel, counted});
+        }
+      }
+    }
+  }
+  reloadMasterWeights();
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const int chunk = static_cast<int>(c);
+    chunks_[c]->setParameterHooks([this, chunk](Gpt<float>::ParamRange r) { ensureParameters(chunk, r); },
+                                  [this, chunk](Gpt<float>::ParamRange r) {
+                                    if (final_backward_) rangeDone(chunk, r);
+                                  });
+  }
+  for (Bucket& b : buckets_) b.pending = static_cast<int>(b.ranges.size());
+}
+
+ZeroOptimizer::~ZeroOptimizer() {
+  for (Gpt<float>* chunk : chunks_) chunk->setParameterHooks(nullptr, nullptr);
+  for (Bucket& b : buckets_) {  // the communicator still reads these buffers: let the operations land
+    if (b.reduce) (void)b.reduce->wait(options_.timeout);
+    if (b.gather) (void)b.gather->wait(options_.timeout);
+  }
+}
+
+void ZeroOptimizer::reloadMasterWeights() {
+  for (Bucket& b : buckets_) {
+    b.master.assign(static_cast<size_t>(b.shard), 0.0f);
+    if (b.m.empty()) {
+      b.m.assign(static_cast<size_t>(b.shard), 0.0f);
+      b.v.assign(static_cast<size_t>(b.shard), 0.0f);
+    }
+    const float* params = chunks_[static_cast<size_t>(b.chunk)]->parameters();
+    for (const TensorPiece& p : b.pieces) {
+      std::copy(params + p.param_offset, params + p.param_offset + p.length, b.master.begin() + p.shard_offset);
+    }
+  }
+}
+
+int64_t ZeroOptimizer::optimizerStateBytes() const {
+  int64_t bytes = 0;
+  for (const Bucket& b : buckets_) bytes += static_cast<int64_t>((b.m.size() + b.v.size()) * sizeof(float));
+  return bytes;
+}
+
+int64_t ZeroOptimizer::masterWeightBytes() const {
+  int64_t bytes = 0;
+  for (const Bucket& b : buckets_) bytes += static_cast<int64_t>(b.master.size() * sizeof(float));
+  return bytes;
+}
+
+void ZeroOptimizer::waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket) {
+  if (!work) return;
+  const auto t0 = Clock::now();
+  const Status status = work->wait(options_.timeout);
+  exposed_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!status.isOk()) {
+    throw Error(status.code(), std::string("data-parallel ") + what + " of bucket " + std::to_string(bucket) +
+                                   " (rank " + std::to_string(dp_rank_) + " of " + std::to_string(dp_size_) +
+                                   " in its DP group, world rank " + std::to_string(groups_.world->rank()) +
+                                   "): " + status.message());
+  }
+}
+
+void ZeroOptimizer::rangeDone(int chunk, Gpt<float>::ParamRange range) {
+  auto it = bucket_of_.find({chunk, range.begin});
+  if (it == bucket_of_.end()) return;
+  Bucket& b = buckets_[it->second];
+  if (--b.pending == 0 && options_.overlap && !b.deferred) launchReduce(b);
+}
+
+void ZeroOptimizer::launchReduce(Bucket& b) {
+  const float* grads = chunks_[static_cast<size_t>(b.chunk)]->gradients();
+  for (const Range& r : b.ranges) std::copy(grads + r.begin, grads + r.end, b.buffer.begin() + r.packed);
+  std::fill(b.buffer.begin() + b.elements, b.buffer.end(), 0.0f);
+  b.reducing = true;
+  if (dp_size_ > 1) {
+    b.reduce = groups_.dp->reduceScatter(b.buffer.data(), shardOf(b), static_cast<size_t>(b.shard), mscFloat32, mscSum);
+  }
+}
+
+void ZeroOptimizer::reduceTiedEmbedding() {
+  for (Gpt<float>* chunk : chunks_) {
+    if (!holdsTiedEmbedding(*chunk, groups_)) continue;
+    const ParamSpec& wte = chunk->parameterTable().front();
+    const Status status = groups_.embedding
+                              ->allReduce(chunk->gradients() + wte.offset, chunk->gradients() + wte.offset,
+                                          static_cast<size_t>(wte.size()), mscFloat32, mscSum)
+                              ->wait(options_.timeout);
+    if (!status.isOk()) {
+      throw Error(status.code(), "tied-embedding gradient all-reduce (world rank " +
+                                     std::to_string(groups_.world->rank()) + "): " + status.message());
+    }
+  }
+}
+
+void ZeroOptimizer::sumReplicatedAcrossTensorParallel() {
+  if (groups_.layout.tp == 1) return;
+  std::vector<float> packed;
+  for (Bucket& b : buckets_) {
+    for (const TensorPiece& p : b.pieces) {
+      if (p.replicated) packed.insert(packed.end(), shardOf(b) + p.shard_offset, shardOf(b) + p.shard_offset + p.length);
+    }
+  }
+  if (packed.empty()) return;
+  const Status status =
+      groups_.tp->allReduce(packed.data(), packed.data(), packed.size(), mscFloat32, mscSum)->wait(options_.timeout);
+  if (!status.isOk()) {
+    throw Error(status.code(), "tensor-parallel all-reduce of replicated gradients (world rank " +
+                                   std::to_string(groups_.world->rank()) + "): " + status.message());
+  }
+  auto from = packed.begin();
+  for (Bucket& b : buckets_) {
+    for (const TensorPiece& p : b.pieces) {
+      if (!p.replicated) continue;
+      std::copy(from, from + p.length, shardOf(b) + p.shard_offset);
+      from += p.length;
+    }
+  }
+}
+
+double ZeroOptimizer::globalGradientNorm() {
+  double sum = 0;
+  for (Bucket& b : buckets_) {
+    const float* g = shardOf(b);
+    for (const TensorPiece& p : b.pieces) {
+      if (!p.counted) continue;
+      for (int64_t i = 0; i < p.length; ++i) {
+        sum += static_cast<double>(g[p.shard_offset + i]) * static_cast<double>(g[p.shard_offset + i]);
+      }
+    }
+  }
+  const Status status = groups_.world->allReduce(&sum, &sum, 1, mscFloat64, mscSum)->wait(options_.timeout);
+  if (!status.isOk()) {
+    throw Error(status.code(), "gradient-norm all-reduce (world rank " + std::to_string(groups_.world->rank()) +
+                                   "): " + status.message());
+  }
+  return std::sqrt(sum);
+}
+
+double ZeroOptimizer::step(double lr) {
+  reduceTiedEmbedding();
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (!b.reducing) launchReduce(b);
+  }
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    waitFor(buckets_[i].reduce, "gradient reduce-scatter", i);
+    buckets_[i].reduce.reset();
+    buckets_[i].reducing = false;
+    buckets_[i].pending = static_cast<int>(buckets_[i].ranges.size());
+  }
+  sumReplicatedAcrossTensorParallel();
+
+  const OptimizerConfig& config = options_.optimizer;
+  const double norm = globalGradientNorm();
+  if (config.clip_norm > 0) {
+    const double coefficient = config.clip_norm / (norm + 1e-6);
+    if (coefficient < 1.0) {
+      const auto c = static_cast<float>(coefficient);
+      for (Bucket& b : buckets_) {
+        for (const TensorPiece& p : b.pieces) {
+          float* g = shardOf(b) + p.shard_offset;
+          for (int64_t i = 0; i < p.length; ++i) g[i] *= c;
+        }
+      }
+    }
+  }
+
+  ++steps_;
+  const AdamCoefficients<float> coefficients(config, steps_);
+  const auto decayOf = [&](const TensorPiece& p) { return p.decay ? static_cast<float>(config.weight_decay) : 0.0f; };
+  if (config.kind == OptimizerKind::kAdamW) {
+    for (Bucket& b : buckets_) {
+      for (const TensorPiece& p : b.pieces) {
+        const int64_t o = p.shard_offset;
+        adamwUpdate(b.master.data() + o, shardOf(b) + o, b.m.data() + o, b.v.data() + o, p.length, coefficients,
+                    static_cast<float>(lr), decayOf(p));
+      }
+    }
+  } else {
+    // LAMB's trust ratio needs each whole tensor's norms: sums over the DP shards, then over the TP shards
+    // (replicated tensors once).
+    std::vector<double> norms(static_cast<size_t>(2 * tensor_count_), 0.0);
+    for (Bucket& b : buckets_) {
+      for (const TensorPiece& p : b.pieces) {
+        const int64_t o = p.shard_offset;
+        lambMoments(b.master.data() + o, shardOf(b) + o, b.m.data() + o, b.v.data() + o, p.length, coefficients,
+                    decayOf(p), norms[static_cast<size_t>(2 * p.tensor)], norms[static_cast<size_t>(2 * p.tensor + 1)]);
+      }
+    }
+    const auto sum = [&](Communicator& comm, const char* what) {
+      const Status s = comm.allReduce(norms.data(), norms.data(), norms.size(), mscFloat64, mscSum)->wait(options_.timeout);
+      if (!s.isOk()) throw Error(s.code(), std::string("LAMB norm all-reduce over ") + what + ": " + s.message());
+    };
+    sum(*groups_.dp, "data parallel");
+    if (groups_.layout.tp > 1) {
+      if (groups_.me.tp != 0) {
+        for (Bucket& b : buckets_) {
+          for (const TensorPiece& p : b.pieces) {
+            if (p.replicated) norms[static_cast<size_t>(2 * p.tensor)] = norms[static_cast<size_t>(2 * p.tensor + 1)] = 0;
+          }
+        }
+      }
+      sum(*groups_.tp, "tensor parallel");
+    }
+    for (Bucket& b : buckets_) {
+      for (const TensorPiece& p : b.pieces) {
+        const int64_t o = p.shard_offset;
+        const double scale =
+            lambScale(lr, norms[static_cast<size_t>(2 * p.tensor)], norms[static_cast<size_t>(2 * p.tensor + 1)]);
+        lambApply(b.master.data() + o, b.m.data() + o, b.v.data() + o, p.length, coefficients, decayOf(p),
+                  static_cast<float>(scale));
+      }
+    }
+  }
+
+  // The new parameters go back to every DP rank: the later buckets' gathers are waited for last, by the
+  // forward that first reads them.
+  for (size_t i = buckets_.size(); i-- > 0;) {
+    Bucket& b = buckets_[i];
+    for (const TensorPiece& p : b.pieces) {
+      std::copy(b.master.begin() + p.shard_offset, b.master.begin() + p.shard_offset + p.length,
+                shardOf(b) + p.shard_offset);
+    }
+    if (dp_size_ > 1) {
+      b.gather = groups_.dp->allGather(shardOf(b), b.buffer.data(), static_cast<size_t>(b.shard), mscFloat32);
+    } else {
+      b.gather = nullptr;
+      finishGather(b);
+    }
+  }
+  if (!options_.overlap) synchronizeParameters();
+  return norm;
+}
+
+void ZeroOptimizer::finishGather(Bucket& b) {
+  Gpt<float>& chunk = *chunks_[static_cast<size_t>(b.chunk)];
+  float* params = chunk.parameters();
+  for (const Range& r : b.ranges) {
+    std::copy(b.buffer.begin() + r.packed, b.buffer.begin() + r.packed + (r.end - r.begin), params + r.begin);
+    chunk.refreshRoundedWeights(Gpt<float>::ParamRange{r.begin, r.end});
+  }
+}
+
+void ZeroOptimizer::ensureParameters(int chunk, Gpt<float>::ParamRange range) {
+  auto it = bucket_of_.find({chunk, range.begin});
+  if (it == bucket_of_.end()) return;
+  Bucket& b = buckets_[it->second];
+  if (!b.gather) return;
+  waitFor(b.gather, "parameter all-gather", it->second);
+  b.gather.reset();
+  finishGather(b);
+}
+
+void ZeroOptimizer::synchronizeParameters() {
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (!b.gather) continue;
+    waitFor(b.gather, "parameter all-gather", i);
+    b.gather.reset();
+    finishGather(b);
+  }
+}
+
+}  // namespace megascale::trainer

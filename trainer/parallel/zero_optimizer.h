@@ -1,0 +1,117 @@
+// Data parallelism with ZeRO-2 (Rajbhandari et al.; Megatron-LM's distributed optimizer): gradients are
+// reduce-scattered in buckets while backward still runs, each data-parallel rank keeps fp32 master weights and
+// optimizer moments for its 1/D of every bucket only, updates them, and the new parameters are all-gathered
+// back, each bucket waited for only when a forward first reads it (so the gathers of later layers move while
+// earlier layers compute).
+//
+// A bucket is a run of parameter ranges of one model chunk in the order backward finishes them (head first,
+// embedding last), packed into one buffer padded to a multiple of D: the reduce-scatter and the all-gather both
+// run in place on it. Tensors the TP ranks hold whole (LayerNorms, row-parallel biases, embeddings) get their
+// gradients summed over the TP group on the shard; the tied embedding's copies on the first and last pipeline
+// stage over the embedding group, before its bucket moves. Global-norm clipping and LAMB's per-tensor norms
+// are sums over all shards: small all-reduces.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "trainer/model/gpt.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/parallel/process_groups.h"
+
+namespace megascale::trainer {
+
+struct ZeroOptions {
+  OptimizerConfig optimizer;
+  int64_t bucket_elements = 1 << 20;  // a bucket closes once it holds this many parameters
+  bool overlap = true;                // reduce-scatter during backward, all-gather ahead of forward
+  std::chrono::milliseconds timeout{300000};
+};
+
+class ZeroOptimizer {
+ public:
+  /// chunks: this rank's model chunks in chunk order, initialized alike on every DP rank. Sets their
+  /// parameter hooks. Collective-free.
+  ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*> chunks, const ProcessGroups& groups);
+  ZeroOptimizer(const ZeroOptimizer&) = delete;
+  ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
+  ~ZeroOptimizer();
+
+  /// The next backward is the step's last one for its chunk: its finished gradient ranges start moving.
+  void setFinalBackward(bool final) { final_backward_ = final; }
+
+  /// After the step's last backward: finishes the gradient reduction, clips by the global norm, updates this
+  /// rank's shards and starts the parameter all-gathers. Returns the gradient norm before clipping.
+  double step(double lr);
+  /// Waits for every parameter all-gather, so the chunks hold the newest parameters (checkpoints, sampling).
+  void synchronizeParameters();
+  /// The master weights and moments again from the chunks' parameters and the given moments (a restore).
+  void reloadMasterWeights();
+
+  int64_t steps() const { return steps_; }
+  void setSteps(int64_t steps) { steps_ = steps; }
+  int64_t optimizerStateBytes() const;  // Adam moments of this rank's shards
+  int64_t masterWeightBytes() const;    // fp32 master weights of this rank's shards
+  int bucketCount() const { return static_cast<int>(buckets_.size()); }
+
+  /// Seconds this rank waited on data-parallel communication (exposed, not overlapped) since the last call.
+  double takeExposedSeconds() {
+    const double s = exposed_seconds_;
+    exposed_seconds_ = 0;
+    return s;
+  }
+
+ private:
+  struct Range {
+    int64_t begin, end, packed;  // in the chunk's flat buffer; where it starts in the bucket
+  };
+  struct TensorPiece {
+    int tensor;             // index over all chunks' tables
+    int64_t shard_offset;   // in this rank's shard of the bucket
+    int64_t param_offset;   // in the chunk's flat buffer
+    int64_t length;
+    bool decay;
+    bool replicated;        // every TP rank holds the whole tensor
+    bool counted;           // in the global norm (one copy of each replicated or tied tensor)
+  };
+  struct Bucket {
+    int chunk = 0;
+    std::vector<Range> ranges;
+    int64_t elements = 0, shard = 0;
+    std::vector<float> buffer;  // [shard x D]: packed gradients, later parameters
+    std::vector<float> master, m, v;
+    std::vector<TensorPiece> pieces;
+    int pending = 0;            // ranges whose gradients are not final yet this step
+    bool deferred = false;      // holds a tied embedding copy: moves after its all-reduce
+    bool reducing = false;
+    std::shared_ptr<Work> reduce, gather;
+  };
+
+  void rangeDone(int chunk, Gpt<float>::ParamRange range);
+  void ensureParameters(int chunk, Gpt<float>::ParamRange range);
+  void launchReduce(Bucket& b);
+  void finishGather(Bucket& b);
+  void waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket);
+  float* shardOf(Bucket& b) { return b.buffer.data() + dp_rank_ * b.shard; }
+  void reduceTiedEmbedding();
+  void sumReplicatedAcrossTensorParallel();
+  double globalGradientNorm();
+
+  ZeroOptions options_;
+  std::vector<Gpt<float>*> chunks_;
+  const ProcessGroups& groups_;
+  int64_t dp_size_, dp_rank_;
+  std::vector<Bucket> buckets_;
+  std::map<std::pair<int, int64_t>, size_t> bucket_of_;  // (chunk, range begin) -> bucket
+  std::vector<int> tensor_base_;                         // first tensor index of each chunk
+  int tensor_count_ = 0;
+  bool final_backward_ = false;
+  int64_t steps_ = 0;
+  double exposed_seconds_ = 0;
+};
+
+}  // namespace megascale::trainer
