@@ -1,4 +1,4 @@
-// megascale-train: trains a GPT on the CPU (one process; parallelism arrives with the parallel trainer).
+// megascale-train: trains a GPT on the CPU, in one process or as one rank of a 3D-parallel job.
 #include <exception>
 #include <iostream>
 
@@ -18,7 +18,6 @@ int main(int argc, char** argv) {
       std::cout << trainUsage();
       return 0;
     }
-    std::cout << "megascale-train options:\n" << describeOptions(options);
     return runTraining(options);
   } catch (const std::exception& e) {
     std::cerr << "megascale-train: " << e.what() << "\n";

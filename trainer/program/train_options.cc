@@ -104,6 +104,14 @@ const std::vector<Option>& options() {
       TEXT_OPTION("plot", plot, "write the loss curve here (PNG)"),
       INT_OPTION("sample-tokens", sample_tokens, "generate this many tokens after training"),
       INT_OPTION("log-every", log_every, "steps between progress lines"),
+      INT_OPTION("tp", tp, "tensor-parallel ranks (sequence parallel; a TP group stays on one host)"),
+      INT_OPTION("pp", pp, "pipeline stages"),
+      INT_OPTION("virtual-stages", virtual_stages, "model chunks per pipeline rank (interleaved 1F1B when > 1)"),
+      INT_OPTION("micro-batches", micro_batches, "micro-batches per step and data-parallel rank"),
+      TEXT_OPTION("overlap", overlap, "communication overlapped with compute: any of tp,pp,dp, or none"),
+      INT_OPTION("tp-chunks", tp_chunks, "pieces each TP all-gather / reduce-scatter is cut into"),
+      INT_OPTION("bucket-params", bucket_params, "parameters per data-parallel gradient bucket"),
+      TEXT_OPTION("trace", trace, "write a Chrome/Perfetto trace of every rank here"),
   };
   return table;
 }
@@ -179,9 +187,30 @@ TrainOptions parseTrainOptions(int argc, char** argv, bool& help) {
   if (o.precision != "fp32" && o.precision != "bf16") throw std::invalid_argument("--precision must be fp32 or bf16");
   if (o.threads < 0) throw std::invalid_argument("--threads must be >= 0");
   if (o.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
+  if (o.tp < 1 || o.pp < 1 || o.virtual_stages < 1 || o.micro_batches < 1) {
+    throw std::invalid_argument("--tp, --pp, --virtual-stages and --micro-batches must be at least 1");
+  }
+  if (o.tp_chunks < 1) throw std::invalid_argument("--tp-chunks must be at least 1");
+  if (o.bucket_params < 1) throw std::invalid_argument("--bucket-params must be at least 1");
+  if (o.overlap != "none") {
+    std::stringstream list(o.overlap);
+    for (std::string kind; std::getline(list, kind, ',');) {
+      if (kind != "tp" && kind != "pp" && kind != "dp") {
+        throw std::invalid_argument("--overlap takes tp, pp, dp (comma-separated) or none, not '" + kind + "'");
+      }
+    }
+  }
   if (o.min_lr < 0) o.min_lr = o.lr / 10;
   if (o.warmup < 0) o.warmup = std::min<int64_t>(100, o.steps / 10);
   return o;
+}
+
+bool TrainOptions::overlaps(const std::string& kind) const {
+  std::stringstream list(overlap);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item == kind) return true;
+  }
+  return false;
 }
 
 std::string trainUsage() {

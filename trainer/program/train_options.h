@@ -33,6 +33,14 @@ struct TrainOptions {
   std::string summary_json, csv, plot;
   int64_t sample_tokens = 0;      // text generated after training, to eyeball the model
   int64_t log_every = 1;
+  // Parallelism (under megascale-run -n N: data parallel D = N / (tp x pp)).
+  int tp = 1, pp = 1, virtual_stages = 1, micro_batches = 1;
+  std::string overlap = "tp,pp,dp";  // which communication overlaps compute: a subset of tp,pp,dp, or none
+  int tp_chunks = 4;                 // pieces of each TP all-gather / reduce-scatter (with tp overlap)
+  int64_t bucket_params = 1 << 20;   // parameters per DP gradient bucket
+  std::string trace;                 // Chrome/Perfetto trace of every rank, written by the reporting rank
+
+  bool overlaps(const std::string& kind) const;
 };
 
 /// Parses argv (and --config FILE, whose "key = value" lines take the flag names without dashes; flags win).

@@ -1,0 +1,142 @@
+// This rank of the 3D-parallel trainer under a launcher. World rank 0 measures the GEMM backends and the peak
+// once, with every core, and the others take its choice, so every rank computes alike.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "collectives/communicator.h"
+#include "trainer/kernels/gemm.h"
+#include "trainer/kernels/gemm_bf16.h"
+#include "trainer/parallel/parallel_trainer.h"
+#include "trainer/program/gemm_setup.h"
+#include "trainer/program/step_engine.h"
+
+namespace megascale::trainer {
+
+namespace {
+
+struct GemmDecision {  // what rank 0 broadcasts
+  double peak_gflops = 0;
+  char backend[64] = {};
+  char bf16_backend[64] = {};
+};
+
+void waitOrThrow(const std::shared_ptr<Work>& work, std::chrono::milliseconds timeout, const char* what) {
+  const Status status = work->wait(timeout);
+  if (!status.isOk()) throw Error(status.code(), std::string(what) + ": " + status.message());
+}
+
+ParallelConfig parallelConfig(const TrainOptions& o, std::chrono::milliseconds timeout) {
+  ParallelConfig p;
+  p.tp = o.tp;
+  p.pp = o.pp;
+  p.virtual_stages = o.virtual_stages;
+  p.micro_batches = o.micro_batches;
+  p.overlap_tp = o.overlaps("tp");
+  p.overlap_pp = o.overlaps("pp");
+  p.overlap_dp = o.overlaps("dp");
+  p.tp_chunks = o.tp_chunks;
+  p.bucket_elements = o.bucket_params;
+  p.timeout = timeout;
+  return p;
+}
+
+class ParallelEngine final : public StepEngine {
+ public:
+  ParallelEngine(const TrainOptions& o, std::ostream& log) : options_(o) {
+    CommunicatorOptions comm_options = CommunicatorOptions::fromEnvironment();
+    timeout_ = comm_options.timeout;
+    world_ = Communicator::createFromEnvironment(comm_options);
+    const int local = std::max(1, comm_options.local_size > 0 ? comm_options.local_size : world_->size());
+    hosts_ = std::max(1, world_->size() / local);
+    decideGemm(o, log);
+    // Ranks share the host's cores: each gets its part, so none starves when ranks outnumber cores.
+    threads_ = o.threads > 0 ? o.threads : std::max(1, omp_get_num_procs() / local);
+    omp_set_num_threads(threads_);
+    trainer_ = std::make_unique<ParallelTrainer>(o.model, o.optimizer, parallelConfig(o, timeout_), o.batch_size,
+                                                 world_, o.seed, o.precision == "bf16" ? Precision::kBf16
+                                                                                       : Precision::kFp32);
+    for (const auto& chunk : trainer_->chunks()) local_parameters_ += chunk->parameterCount();
+  }
+
+  StepOutcome step(const Batch& batch, double lr) override {
+    const ParallelStepResult r = trainer_->step(batch.inputs.data(), batch.targets.data(), lr);
+    return StepOutcome{r.loss, r.grad_norm};
+  }
+
+  int64_t parameterCount() const override {
+    int64_t whole = 0;
+    for (const auto& spec : buildParameterTable(options_.model, {})) whole += spec.size();
+    return whole;
+  }
+  bool reports() const override { return trainer_->isReporter(); }
+  double peakGflops() const override { return peak_ * hosts_; }
+  std::string gemmBackend() const override { return backend_; }
+
+  std::string describe() const override {
+    const ProcessGroups& g = trainer_->groups();
+    std::ostringstream s;
+    s << "parallel: " << g.layout.describe() << " (" << world_->size() << " ranks on " << hosts_ << " host"
+      << (hosts_ > 1 ? "s" : "") << ", " << threads_ << " threads each), " << options_.micro_batches
+      << " micro-batches of " << trainer_->microBatchSize();
+    if (options_.virtual_stages > 1) s << ", interleaved 1F1B with " << options_.virtual_stages << " virtual stages";
+    s << ", overlap " << options_.overlap << "\nmemory on the reporting rank: " << local_parameters_
+      << " parameters; ZeRO-2 optimizer state " << trainer_->optimizer().optimizerStateBytes()
+      << " bytes and master weights " << trainer_->optimizer().masterWeightBytes() << " bytes ("
+      << trainer_->optimizer().bucketCount() << " gradient buckets)";
+    return s.str();
+  }
+
+  void save(const std::string&, int, const TrainingState&) override {
+    throw std::invalid_argument("checkpoints of parallel runs are not built yet; run without --checkpoint-dir");
+  }
+  std::optional<TrainingState> restore(const std::string& dir, std::ostream&) override {
+    if (!dir.empty()) {
+      throw std::invalid_argument("checkpoints of parallel runs are not built yet; run without --checkpoint-dir");
+    }
+    return std::nullopt;
+  }
+  std::string sample(const TrainingData&, Random&, int64_t) override { return ""; }
+
+ private:
+  void decideGemm(const TrainOptions& o, std::ostream& log) {
+    const bool bf16 = o.precision == "bf16";
+    GemmDecision decision;
+    if (world_->rank() == 0) {
+      omp_set_num_threads(omp_get_num_procs());  // the host's peak: every core, the other ranks waiting
+      decision.peak_gflops = chooseGemm(o, bf16, log);
+      std::strncpy(decision.backend, currentGemmBackend().c_str(), sizeof(decision.backend) - 1);
+      if (bf16) std::strncpy(decision.bf16_backend, bf16GemmBackend().c_str(), sizeof(decision.bf16_backend) - 1);
+    }
+    waitOrThrow(world_->broadcast(&decision, &decision, sizeof(decision), mscUint8, 0), timeout_,
+                "sharing rank 0's GEMM choice");
+    if (world_->rank() != 0) {
+      const int64_t m = o.batch_size * o.model.seq_len, n = 4 * o.model.d_model, k = o.model.d_model;
+      selectGemmBackend(decision.backend, m, n, k, 0.0);
+      if (bf16) selectBf16GemmBackend(decision.bf16_backend);
+    }
+    peak_ = decision.peak_gflops;
+    backend_ = bf16 ? std::string("bf16-") + decision.bf16_backend : std::string(decision.backend);
+  }
+
+  TrainOptions options_;
+  std::chrono::milliseconds timeout_{300000};
+  std::shared_ptr<Communicator> world_;
+  int hosts_ = 1, threads_ = 1;
+  double peak_ = 0;
+  std::string backend_;
+  int64_t local_parameters_ = 0;
+  std::unique_ptr<ParallelTrainer> trainer_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepEngine> makeParallelEngine(const TrainOptions& o, std::ostream& log) {
+  return std::make_unique<ParallelEngine>(o, log);
+}
+
+}  // namespace megascale::trainer

@@ -1,0 +1,76 @@
+// The whole model in one process: the oracle the parallel trainer is checked against.
+#include <cmath>
+
+#include "trainer/kernels/gemm.h"
+#include "trainer/kernels/gemm_bf16.h"
+#include "trainer/model/gpt.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/program/gemm_setup.h"
+#include "trainer/program/sampling.h"
+#include "trainer/program/step_engine.h"
+
+namespace megascale::trainer {
+
+namespace {
+
+class SingleProcessEngine final : public StepEngine {
+ public:
+  SingleProcessEngine(const TrainOptions& o, std::ostream& log)
+      : bf16_(o.precision == "bf16"),
+        peak_(chooseGemm(o, bf16_, log)),
+        model_(o.model),
+        optimizer_(o.optimizer, model_.parameterTable()),
+        batch_(o.batch_size) {
+    model_.initialize(o.seed);
+    if (bf16_) model_.setPrecision(Precision::kBf16);
+  }
+
+  StepOutcome step(const Batch& batch, double lr) override {
+    model_.zeroGradients();
+    StepOutcome out;
+    out.loss = model_.forward(batch.inputs.data(), batch.targets.data(), batch_);
+    if (!std::isfinite(out.loss)) return out;
+    model_.backward();
+    out.grad_norm = clipGradientNorm(model_.gradients(), model_.parameterCount(), optimizer_.config().clip_norm);
+    optimizer_.step(model_.parameters(), model_.gradients(), lr);
+    return out;
+  }
+
+  int64_t parameterCount() const override { return model_.parameterCount(); }
+  bool reports() const override { return true; }
+  double peakGflops() const override { return peak_; }
+  std::string gemmBackend() const override { return bf16_ ? "bf16-" + bf16GemmBackend() : currentGemmBackend(); }
+  std::string describe() const override { return ""; }
+
+  void save(const std::string& dir, int keep, const TrainingState& state) override {
+    saveToDirectory(dir, keep, state, model_, optimizer_);
+  }
+
+  std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) override {
+    const std::string latest = latestCheckpoint(dir);
+    if (latest.empty()) return std::nullopt;
+    TrainingState state = loadCheckpoint(latest, model_, optimizer_);
+    model_.refreshRoundedWeights();
+    log << "resumed from " << latest << " at step " << state.step << "\n";
+    return state;
+  }
+
+  std::string sample(const TrainingData& data, Random& random, int64_t count) override {
+    return sampleText(model_, data, random, count);
+  }
+
+ private:
+  bool bf16_;
+  double peak_;
+  Gpt<float> model_;
+  Optimizer<float> optimizer_;
+  int64_t batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepEngine> makeSingleProcessEngine(const TrainOptions& o, std::ostream& log) {
+  return std::make_unique<SingleProcessEngine>(o, log);
+}
+
+}  // namespace megascale::trainer
