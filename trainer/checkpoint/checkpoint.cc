@@ -12,8 +12,7 @@
 #include <stdexcept>
 
 #include "trainer/io/atomic_file.h"
-#include "trainer/io/checksum.h"
-#include "trainer/io/file_header.h"
+#include "trainer/io/section_file.h"
 
 namespace megascale::trainer {
 
@@ -21,24 +20,6 @@ namespace {
 
 constexpr char kMagic[8] = {'M', 'S', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = file_header::kBytes;
-
-template <typename U>
-void append(std::string& out, const U& value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(U));
-}
-
-void appendSection(std::string& out, const std::string& name, const void* data, uint64_t bytes) {
-  append(out, static_cast<uint32_t>(name.size()));
-  out += name;
-  append(out, bytes);
-  out.append(static_cast<const char*>(data), bytes);
-}
-
-template <typename T>
-void appendVector(std::string& out, const std::string& name, const std::vector<T>& v) {
-  appendSection(out, name, v.data(), v.size() * sizeof(T));
-}
 
 }  // namespace
 
@@ -52,86 +33,45 @@ std::string describeShape(const ModelConfig& m, const OptimizerConfig& o) {
 
 void saveCheckpoint(const std::string& path, const TrainingState& state, const Gpt<float>& model,
                     Optimizer<float>& optimizer) {
-  std::string payload;
+  SectionWriter out;
   const std::string shape = describeShape(model.config(), optimizer.config());
-  appendSection(payload, "shape", shape.data(), shape.size());
-  appendSection(payload, "step", &state.step, sizeof(state.step));
-  appendSection(payload, "data_position", &state.data_position, sizeof(state.data_position));
-  appendSection(payload, "rng", state.rng.data(), sizeof(state.rng));
-  const int64_t optimizer_steps = optimizer.steps();
-  appendSection(payload, "optimizer_steps", &optimizer_steps, sizeof(optimizer_steps));
-  appendSection(payload, "params", model.parameters(), static_cast<uint64_t>(model.parameterCount()) * sizeof(float));
-  appendVector(payload, "adam_m", optimizer.firstMoment());
-  appendVector(payload, "adam_v", optimizer.secondMoment());
+  out.add("shape", shape.data(), shape.size());
+  out.addValue("step", state.step);
+  out.addValue("data_position", state.data_position);
+  out.add("rng", state.rng.data(), sizeof(state.rng));
+  out.addValue("optimizer_steps", optimizer.steps());
+  out.add("params", model.parameters(), static_cast<uint64_t>(model.parameterCount()) * sizeof(float));
+  out.addVector("adam_m", optimizer.firstMoment());
+  out.addVector("adam_v", optimizer.secondMoment());
+  out.write(path, kMagic, kVersion);
+}
 
-  std::string header = file_header::start(kMagic, kVersion);
-  file_header::put(header, 16, static_cast<uint64_t>(payload.size()));
-  file_header::put(header, 24, crc32c(0, payload.data(), payload.size()));
-  file_header::seal(header);
-  writeFileAtomically(path, header + payload);
+void checkShape(const SectionFile& file, const std::string& expected_shape) {
+  const std::string_view saved_view = file.section("shape");
+  if (saved_view == expected_shape) return;
+  std::string saved(saved_view), wanted = expected_shape;
+  for (char& c : saved) c = c == '\n' ? ' ' : c;
+  for (char& c : wanted) c = c == '\n' ? ' ' : c;
+  throw file.error("saved for another model: {" + saved + "} but this run is {" + wanted + "}");
+}
+
+TrainingState readTrainingState(const SectionFile& file) {
+  TrainingState state;
+  state.step = file.value<int64_t>("step");
+  state.data_position = file.value<int64_t>("data_position");
+  std::memcpy(state.rng.data(), file.section("rng", sizeof(state.rng)).data(), sizeof(state.rng));
+  return state;
 }
 
 TrainingState loadCheckpoint(const std::string& path, Gpt<float>& model, Optimizer<float>& optimizer) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open checkpoint " + path);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto bad = [&](const std::string& what) { return std::runtime_error("checkpoint " + path + ": " + what); };
-  if (auto problem = file_header::problem(bytes, kMagic, kVersion, "megascale checkpoint"); !problem.empty()) {
-    throw bad(problem);
-  }
-  const auto payload_bytes = file_header::get<uint64_t>(bytes, 16);
-  const auto payload_crc = file_header::get<uint32_t>(bytes, 24);
-  if (bytes.size() - kHeaderBytes != payload_bytes) {
-    throw bad("truncated or padded: header says " + std::to_string(payload_bytes) + " payload bytes, file has " +
-              std::to_string(bytes.size() - kHeaderBytes));
-  }
-  if (payload_crc != crc32c(0, bytes.data() + kHeaderBytes, payload_bytes)) throw bad("payload checksum mismatch (corrupted)");
-
-  std::map<std::string, std::string_view> sections;
-  size_t at = kHeaderBytes;
-  while (at < bytes.size()) {
-    uint32_t name_length;
-    uint64_t length;
-    if (bytes.size() - at < 4) throw bad("malformed section table");
-    std::memcpy(&name_length, bytes.data() + at, 4);
-    if (bytes.size() - at - 4 < name_length + 8ull) throw bad("malformed section table");
-    std::string name(bytes.data() + at + 4, name_length);
-    std::memcpy(&length, bytes.data() + at + 4 + name_length, 8);
-    at += 12 + name_length;
-    if (bytes.size() - at < length) throw bad("section '" + name + "' runs past the end");
-    sections[name] = std::string_view(bytes.data() + at, length);
-    at += length;
-  }
-  auto section = [&](const std::string& name, size_t expected_bytes) {
-    auto it = sections.find(name);
-    if (it == sections.end()) throw bad("missing section '" + name + "'");
-    if (it->second.size() != expected_bytes) {
-      throw bad("section '" + name + "' has " + std::to_string(it->second.size()) + " bytes, expected " +
-                std::to_string(expected_bytes));
-    }
-    return it->second;
-  };
-  const std::string expected_shape = describeShape(model.config(), optimizer.config());
-  auto shape_it = sections.find("shape");
-  if (shape_it == sections.end()) throw bad("missing section 'shape'");
-  if (shape_it->second != expected_shape) {
-    std::string saved(shape_it->second);
-    for (char& c : saved) c = c == '\n' ? ' ' : c;
-    std::string wanted = expected_shape;
-    for (char& c : wanted) c = c == '\n' ? ' ' : c;
-    throw bad("saved for another model: {" + saved + "} but this run is {" + wanted + "}");
-  }
-  TrainingState state;
+  const SectionFile file(path, kMagic, kVersion, "megascale checkpoint");
+  checkShape(file, describeShape(model.config(), optimizer.config()));
+  const TrainingState state = readTrainingState(file);
   const size_t param_bytes = static_cast<size_t>(model.parameterCount()) * sizeof(float);
-  std::memcpy(&state.step, section("step", 8).data(), 8);
-  std::memcpy(&state.data_position, section("data_position", 8).data(), 8);
-  std::memcpy(state.rng.data(), section("rng", sizeof(state.rng)).data(), sizeof(state.rng));
-  int64_t optimizer_steps;
-  std::memcpy(&optimizer_steps, section("optimizer_steps", 8).data(), 8);
-  std::memcpy(model.parameters(), section("params", param_bytes).data(), param_bytes);
-  std::memcpy(optimizer.firstMoment().data(), section("adam_m", param_bytes).data(), param_bytes);
-  std::memcpy(optimizer.secondMoment().data(), section("adam_v", param_bytes).data(), param_bytes);
-  optimizer.setSteps(optimizer_steps);
+  std::memcpy(model.parameters(), file.section("params", param_bytes).data(), param_bytes);
+  std::memcpy(optimizer.firstMoment().data(), file.section("adam_m", param_bytes).data(), param_bytes);
+  std::memcpy(optimizer.secondMoment().data(), file.section("adam_v", param_bytes).data(), param_bytes);
+  optimizer.setSteps(file.value<int64_t>("optimizer_steps"));
   return state;
 }
 

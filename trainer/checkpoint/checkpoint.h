@@ -29,6 +29,12 @@ void saveCheckpoint(const std::string& path, const TrainingState& state, const G
 /// Fills model, optimizer and state. Throws std::runtime_error naming the file and the problem.
 TrainingState loadCheckpoint(const std::string& path, Gpt<float>& model, Optimizer<float>& optimizer);
 
+class SectionFile;
+/// Throws naming the file unless its "shape" section equals expected_shape.
+void checkShape(const SectionFile& file, const std::string& expected_shape);
+/// step, data_position and rng of a checkpoint file.
+TrainingState readTrainingState(const SectionFile& file);
+
 /// The text that identifies a model + optimizer shape ("layers=6\nd_model=384\n..."): equal texts mean a
 /// checkpoint fits.
 std::string describeShape(const ModelConfig& model, const OptimizerConfig& optimizer);

@@ -104,6 +104,45 @@ void ZeroOptimizer::reloadMasterWeights() {
   }
 }
 
+void ZeroOptimizer::gatherMoments(std::vector<std::vector<float>>& m, std::vector<std::vector<float>>& v) {
+  m.assign(chunks_.size(), {});
+  v.assign(chunks_.size(), {});
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    m[c].assign(static_cast<size_t>(chunks_[c]->parameterCount()), 0.0f);
+    v[c].assign(m[c].size(), 0.0f);
+  }
+  std::vector<float> whole;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    for (auto [shard, out] : {std::pair{&b.m, &m}, std::pair{&b.v, &v}}) {
+      whole.assign(static_cast<size_t>(b.shard * dp_size_), 0.0f);
+      if (dp_size_ > 1) {
+        waitFor(groups_.dp->allGather(shard->data(), whole.data(), static_cast<size_t>(b.shard), mscFloat32),
+                "moment all-gather", i);
+      } else {
+        std::copy(shard->begin(), shard->end(), whole.begin());
+      }
+      std::vector<float>& flat = (*out)[static_cast<size_t>(b.chunk)];
+      for (const Range& r : b.ranges) {
+        std::copy(whole.begin() + r.packed, whole.begin() + r.packed + (r.end - r.begin), flat.begin() + r.begin);
+      }
+    }
+  }
+}
+
+void ZeroOptimizer::setMoments(const std::vector<std::vector<float>>& m, const std::vector<std::vector<float>>& v) {
+  for (Bucket& b : buckets_) {
+    const auto& m_flat = m.at(static_cast<size_t>(b.chunk));
+    const auto& v_flat = v.at(static_cast<size_t>(b.chunk));
+    for (const TensorPiece& p : b.pieces) {
+      std::copy(m_flat.begin() + p.param_offset, m_flat.begin() + p.param_offset + p.length,
+                b.m.begin() + p.shard_offset);
+      std::copy(v_flat.begin() + p.param_offset, v_flat.begin() + p.param_offset + p.length,
+                b.v.begin() + p.shard_offset);
+    }
+  }
+}
+
 int64_t ZeroOptimizer::optimizerStateBytes() const {
   int64_t bytes = 0;
   for (const Bucket& b : buckets_) bytes += static_cast<int64_t>((b.m.size() + b.v.size()) * sizeof(float));

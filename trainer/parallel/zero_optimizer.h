@@ -52,6 +52,12 @@ class ZeroOptimizer {
   /// The master weights and moments again from the chunks' parameters and the given moments (a restore).
   void reloadMasterWeights();
 
+  /// Collective over the DP group: the Adam moments of every chunk as whole chunk-flat arrays (laid out like
+  /// the chunk's parameter buffer), assembled from every DP rank's shards.
+  void gatherMoments(std::vector<std::vector<float>>& m, std::vector<std::vector<float>>& v);
+  /// Takes this rank's shards of chunk-flat moments (a restore; every DP rank passes the same arrays).
+  void setMoments(const std::vector<std::vector<float>>& m, const std::vector<std::vector<float>>& v);
+
   int64_t steps() const { return steps_; }
   void setSteps(int64_t steps) { steps_ = steps; }
   int64_t optimizerStateBytes() const;  // Adam moments of this rank's shards

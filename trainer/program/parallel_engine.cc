@@ -11,6 +11,7 @@
 #include "collectives/communicator.h"
 #include "trainer/kernels/gemm.h"
 #include "trainer/kernels/gemm_bf16.h"
+#include "trainer/parallel/parallel_checkpoint.h"
 #include "trainer/parallel/parallel_trainer.h"
 #include "trainer/program/gemm_setup.h"
 #include "trainer/program/step_engine.h"
@@ -61,6 +62,7 @@ class ParallelEngine final : public StepEngine {
                                                  world_, o.seed, o.precision == "bf16" ? Precision::kBf16
                                                                                        : Precision::kFp32);
     for (const auto& chunk : trainer_->chunks()) local_parameters_ += chunk->parameterCount();
+    checkpointer_ = std::make_unique<ParallelCheckpointer>(*trainer_, o.model, o.optimizer, timeout_);
   }
 
   StepOutcome step(const Batch& batch, double lr) override {
@@ -91,15 +93,15 @@ class ParallelEngine final : public StepEngine {
     return s.str();
   }
 
-  void save(const std::string&, int, const TrainingState&) override {
-    throw std::invalid_argument("checkpoints of parallel runs are not built yet; run without --checkpoint-dir");
+  void save(const std::string& dir, int keep, const TrainingState& state) override {
+    checkpointer_->save(dir, keep, state);
   }
-  std::optional<TrainingState> restore(const std::string& dir, std::ostream&) override {
-    if (!dir.empty()) {
-      throw std::invalid_argument("checkpoints of parallel runs are not built yet; run without --checkpoint-dir");
-    }
-    return std::nullopt;
+  std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) override {
+    auto state = checkpointer_->restore(dir);
+    if (state) log << "resumed from " << latestCheckpoint(dir) << " at step " << state->step << "\n";
+    return state;
   }
+  void finish() override { checkpointer_->finish(); }
   std::string sample(const TrainingData&, Random&, int64_t) override { return ""; }
 
  private:
@@ -131,6 +133,7 @@ class ParallelEngine final : public StepEngine {
   std::string backend_;
   int64_t local_parameters_ = 0;
   std::unique_ptr<ParallelTrainer> trainer_;
+  std::unique_ptr<ParallelCheckpointer> checkpointer_;
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The whole model in one process: the oracle the parallel trainer is checked against.
 #include <cmath>
+#include <filesystem>
 
+#include "trainer/checkpoint/sharded_checkpoint.h"
 #include "trainer/kernels/gemm.h"
 #include "trainer/kernels/gemm_bf16.h"
 #include "trainer/model/gpt.h"
@@ -49,7 +51,16 @@ class SingleProcessEngine final : public StepEngine {
   std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) override {
     const std::string latest = latestCheckpoint(dir);
     if (latest.empty()) return std::nullopt;
-    TrainingState state = loadCheckpoint(latest, model_, optimizer_);
+    TrainingState state;
+    if (std::filesystem::is_directory(latest)) {  // a parallel run's shards: assembled into the whole model
+      const CheckpointReader reader(latest, model_.config(), optimizer_.config());
+      reader.slice(model_.parameterTable(), model_.parameters(), optimizer_.firstMoment().data(),
+                   optimizer_.secondMoment().data());
+      optimizer_.setSteps(reader.optimizerSteps());
+      state = reader.state();
+    } else {
+      state = loadCheckpoint(latest, model_, optimizer_);
+    }
     model_.refreshRoundedWeights();
     log << "resumed from " << latest << " at step " << state.step << "\n";
     return state;

@@ -137,8 +137,9 @@ int runTraining(const TrainOptions& options) {
   }
   if (!o.checkpoint_dir.empty() && !records.empty()) {
     engine->save(o.checkpoint_dir, o.keep_checkpoints, TrainingState{step, loader.position(), random.state()});
-    log << "checkpoint: " << checkpointPath(o.checkpoint_dir, step) << "\n";
   }
+  engine->finish();
+  if (!o.checkpoint_dir.empty() && !records.empty()) log << "checkpoint: " << latestCheckpoint(o.checkpoint_dir) << "\n";
   summary.steps_run = static_cast<int64_t>(records.size());
   summary.elapsed_s = secondsSince(run_start);
   if (!records.empty()) {

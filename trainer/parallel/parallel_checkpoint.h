@@ -1,0 +1,51 @@
+// Checkpoints of a ParallelTrainer in two stages (CheckFreq's snapshot-then-persist): save() copies this rank's
+// shard into memory, which is all training waits for (the DP ranks' optimizer moments are gathered to the
+// shard's writer), and a background thread writes the file; once every shard is on disk, world rank 0 points
+// `latest` at the step. Restore: the first DP rank of each shard reads the checkpoint (of any layout) and
+// broadcasts its shard to the other DP ranks over the library.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "trainer/checkpoint/sharded_checkpoint.h"
+#include "trainer/parallel/parallel_trainer.h"
+
+namespace megascale::trainer {
+
+class ParallelCheckpointer {
+ public:
+  /// Collective over the trainer's world (it makes the communicator the background writers agree on).
+  ParallelCheckpointer(ParallelTrainer& trainer, const ModelConfig& model, const OptimizerConfig& optimizer,
+                       std::chrono::milliseconds timeout);
+  ~ParallelCheckpointer();
+
+  /// Collective. Returns once the snapshot is in memory; the write goes on in the background.
+  void save(const std::string& dir, int keep, const TrainingState& state);
+  /// Collective: waits for the background write. Throws on every rank if any shard failed to be written.
+  void finish();
+  /// Collective: loads dir/latest (sharded, of any layout, or one process's) into the trainer; nothing when
+  /// the directory has no checkpoint.
+  std::optional<TrainingState> restore(const std::string& dir);
+
+  /// Seconds the last save() blocked training for.
+  double lastSnapshotSeconds() const { return snapshot_seconds_; }
+
+ private:
+  void writeInBackground(std::string dir, int keep, int64_t step, std::unique_ptr<ShardSnapshot> snapshot);
+
+  ParallelTrainer& trainer_;
+  ModelConfig model_;
+  OptimizerConfig optimizer_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<Communicator> completion_;  // the background writers' own communicator
+  std::thread writer_;
+  bool failed_ = false;
+  std::string failure_;
+  double snapshot_seconds_ = 0;
+};
+
+}  // namespace megascale::trainer
