@@ -18,10 +18,16 @@ Status Work::status() const {
   return status_;
 }
 
+std::chrono::steady_clock::time_point Work::finishedAt() const {
+  if (done_.load(std::memory_order_acquire)) return finished_at_;
+  return {};
+}
+
 void Work::finish(Status status) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     status_ = std::move(status);
+    finished_at_ = std::chrono::steady_clock::now();
     done_.store(true, std::memory_order_release);
   }
   done_cv_.notify_all();

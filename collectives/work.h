@@ -18,6 +18,9 @@ class Work {
   Status wait(std::chrono::milliseconds timeout) const;
   /// The final status; ok while still running.
   Status status() const;
+  /// When the operation finished (steady clock); the epoch while it runs. Profilers draw the operation
+  /// from its issue to here.
+  std::chrono::steady_clock::time_point finishedAt() const;
 
   void finish(Status status);  // called once by the communicator's worker
 
@@ -26,6 +29,7 @@ class Work {
   mutable std::condition_variable done_cv_;
   std::atomic<bool> done_{false};  // set (release) after status_; status_ never changes once done_ is seen
   Status status_;
+  std::chrono::steady_clock::time_point finished_at_{};  // set with status_
 };
 
 }  // namespace megascale

@@ -1,5 +1,6 @@
 #include "trainer/parallel/parallel_trainer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -54,9 +55,43 @@ ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig
   zero_ = std::make_unique<ZeroOptimizer>(zero, views, groups_);
   pipeline_ = std::make_unique<PipelineRuntime>(shape, groups_, views, micro_batch_, parallel.overlap_pp,
                                                 parallel.timeout);
+  tensor_parallel_->setTimeline(&timeline_);
+  zero_->setTimeline(&timeline_);
+  pipeline_->setTimeline(&timeline_);
+  // A common epoch for every rank's trace: the end of a barrier (within microseconds of each other).
+  const Status synced = groups_.world->barrier()->wait(parallel.timeout);
+  if (!synced.isOk()) throw Error(synced.code(), "trainer start barrier: " + synced.message());
+  timeline_ = Timeline(Timeline::Clock::now());
 }
 
 ParallelTrainer::~ParallelTrainer() = default;
+
+std::string ParallelTrainer::gatherTrace() {
+  const ProcessGroups& g = groups_;
+  const std::string mine = timeline_.traceEvents(
+      g.world->rank(), "rank " + std::to_string(g.world->rank()) + " (tp" + std::to_string(g.me.tp) + " dp" +
+                           std::to_string(g.me.dp) + " pp" + std::to_string(g.me.pp) + ")");
+  const auto n = static_cast<size_t>(g.world->size());
+  int64_t length = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> lengths(n);
+  const auto check = [&](const std::shared_ptr<Work>& work) {
+    const Status status = work->wait(parallel_.timeout);
+    if (!status.isOk()) throw Error(status.code(), "gathering the trace: " + status.message());
+  };
+  check(g.world->allGather(&length, lengths.data(), 1, mscInt64));
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::string padded = mine;
+  padded.resize(static_cast<size_t>(longest), ' ');
+  std::string all(static_cast<size_t>(longest) * n, ' ');
+  check(g.world->allGather(padded.data(), all.data(), static_cast<size_t>(longest), mscUint8));
+  if (g.world->rank() != 0) return "";
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  for (size_t r = 0; r < n; ++r) {
+    if (r > 0) out += ",";
+    out.append(all, r * static_cast<size_t>(longest), static_cast<size_t>(lengths[r]));
+  }
+  return out + "]}\n";
+}
 
 bool ParallelTrainer::isReporter() const {
   return groups_.me.tp == 0 && groups_.me.dp == 0 && groups_.me.pp == groups_.layout.pp - 1;
@@ -75,7 +110,9 @@ ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* t
   if (!status.isOk()) throw Error(status.code(), "loss all-reduce: " + status.message());
   ParallelStepResult result;
   result.loss = loss / static_cast<double>(global_batch_ * seq);
+  const auto t0 = Timeline::Clock::now();
   result.grad_norm = zero_->step(lr);
+  timeline_.optimizerSpan(t0, Timeline::Clock::now());
   return result;
 }
 

@@ -45,6 +45,10 @@ class ParallelTrainer {
   const std::vector<std::unique_ptr<Gpt<float>>>& chunks() const { return chunks_; }
   ZeroOptimizer& optimizer() { return *zero_; }
   PipelineRuntime& pipeline() { return *pipeline_; }
+  /// This step's (and the last step's) timers; spans kept for the trace while recording.
+  Timeline& timeline() { return timeline_; }
+  /// Every rank's kept spans merged into one Chrome/Perfetto trace (collective; the text on world rank 0).
+  std::string gatherTrace();
   /// This rank writes the run's output: the last pipeline stage's first TP and DP rank.
   bool isReporter() const;
   int64_t microBatchSize() const { return micro_batch_; }
@@ -55,6 +59,7 @@ class ParallelTrainer {
   ModelConfig model_;
   ParallelConfig parallel_;
   int64_t global_batch_, micro_batch_;
+  Timeline timeline_;
   ProcessGroups groups_;
   std::unique_ptr<TensorParallelGroup> tensor_parallel_;
   std::vector<std::unique_ptr<Gpt<float>>> chunks_;

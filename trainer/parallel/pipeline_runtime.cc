@@ -22,8 +22,8 @@ PipelineRuntime::PipelineRuntime(const PipelineShape& shape, const ProcessGroups
 }
 
 PipelineRuntime::~PipelineRuntime() {
-  for (auto& [key, work] : receives_) (void)work->wait(timeout_);  // the buffers must outlive the transfers
-  for (auto& work : sends_) (void)work->wait(timeout_);
+  for (auto& [key, t] : receives_) (void)t.work->wait(timeout_);  // the buffers must outlive the transfers
+  for (auto& [t, action] : sends_) (void)t.work->wait(timeout_);
 }
 
 std::vector<float>& PipelineRuntime::buffer(std::map<Key, std::vector<float>>& pool, const PipeAction& a) {
@@ -32,15 +32,22 @@ std::vector<float>& PipelineRuntime::buffer(std::map<Key, std::vector<float>>& p
   return b;
 }
 
-std::shared_ptr<Work> PipelineRuntime::transfer(const PipelineLink& link, bool gradients, bool send, float* data) {
+PipelineRuntime::Transfer PipelineRuntime::transfer(const PipelineLink& link, bool gradients, bool send, float* data) {
   Communicator& comm = gradients ? *link.gradients : *link.activations;
-  return comm.pointToPoint({{send, data, static_cast<size_t>(message_elements_), mscFloat32, link.peer}});
+  const auto issued = Clock::now();
+  return Transfer{comm.pointToPoint({{send, data, static_cast<size_t>(message_elements_), mscFloat32, link.peer}}),
+                  issued};
 }
 
-void PipelineRuntime::wait(const std::shared_ptr<Work>& work, const char* what, const PipeAction& a, int peer) {
+void PipelineRuntime::wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer) {
   const auto t0 = Clock::now();
-  const Status status = work->wait(timeout_);
-  wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  const Status status = transfer.work->wait(timeout_);
+  if (timeline_ != nullptr) {
+    timeline_->waitSpan(Wait::kPipeline, t0, Clock::now());
+    const std::string name = std::string(what) + " " + std::to_string(a.micro_batch) + "." + std::to_string(a.chunk);
+    timeline_->communicationSpan(Wait::kPipeline, name, transfer.issued, transfer.work->finishedAt(),
+                                 message_elements_ * static_cast<int64_t>(sizeof(float)));
+  }
   if (!status.isOk()) {
     throw Error(status.code(), std::string("pipeline ") + what + " of micro-batch " + std::to_string(a.micro_batch) +
                                    " chunk " + std::to_string(a.chunk) + " (world rank " +
@@ -49,12 +56,12 @@ void PipelineRuntime::wait(const std::shared_ptr<Work>& work, const char* what, 
   }
 }
 
-std::shared_ptr<Work> PipelineRuntime::takeReceive(PipeOp op, const PipeAction& a) {
+std::optional<PipelineRuntime::Transfer> PipelineRuntime::takeReceive(PipeOp op, const PipeAction& a) {
   auto it = receives_.find({static_cast<int>(op), a.micro_batch, a.chunk});
-  if (it == receives_.end()) return nullptr;
-  auto work = it->second;
+  if (it == receives_.end()) return std::nullopt;
+  Transfer t = it->second;
   receives_.erase(it);
-  return work;
+  return t;
 }
 
 double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_batch, float loss_scale,
@@ -70,20 +77,20 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
   // A compute's input: posted earlier (overlap) or now, and waited for.
   const auto input = [&](PipeOp op, const PipeAction& a) -> float* {
     const bool gradient = op == PipeOp::kRecvGradient;
-    auto work = takeReceive(op, a);
-    if (!work) {
+    auto t = takeReceive(op, a);
+    if (!t) {
       post(op, a);
-      work = takeReceive(op, a);
+      t = takeReceive(op, a);
     }
-    wait(work, gradient ? "receive of a gradient" : "receive of an activation", a,
+    wait(*t, gradient ? "receive of a gradient" : "receive of an activation", a,
          (gradient ? groups_.next : groups_.previous).peer_global);
     return buffer(gradient ? gradients_in_ : activations_in_, a).data();
   };
   const auto send = [&](bool gradient, const PipeAction& a) {
     const PipelineLink& link = gradient ? groups_.previous : groups_.next;
-    auto work = transfer(link, gradient, true, buffer(gradient ? gradients_out_ : activations_out_, a).data());
-    if (overlap_) sends_.push_back(std::move(work));
-    else wait(work, gradient ? "send of a gradient" : "send of an activation", a, link.peer_global);
+    Transfer t = transfer(link, gradient, true, buffer(gradient ? gradients_out_ : activations_out_, a).data());
+    if (overlap_) sends_.emplace_back(std::move(t), a);
+    else wait(t, gradient ? "send of a gradient" : "send of an activation", a, link.peer_global);
   };
 
   for (const PipeAction& a : schedule_) {
@@ -104,13 +111,17 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
           in.targets = tokens.targets;
         }
         if (!first) in.activations = input(PipeOp::kRecvActivation, a);
+        const auto t0 = Clock::now();
         loss += chunk.forwardStage(a.micro_batch, in, last ? nullptr : buffer(activations_out_, a).data());
+        if (timeline_ != nullptr) timeline_->computeSpan(describe({a}), t0, Clock::now(), false);
         break;
       }
       case PipeOp::kBackward: {
         const float* output_grad = last ? nullptr : input(PipeOp::kRecvGradient, a);
         if (zero != nullptr) zero->setFinalBackward(a.micro_batch == shape_.micro_batches - 1);
+        const auto t0 = Clock::now();
         chunk.backwardStage(a.micro_batch, output_grad, first ? nullptr : buffer(gradients_out_, a).data());
+        if (timeline_ != nullptr) timeline_->computeSpan(describe({a}), t0, Clock::now(), true);
         if (zero != nullptr) zero->setFinalBackward(false);
         break;
       }
@@ -122,7 +133,11 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
         break;
     }
   }
-  for (auto& work : sends_) wait(work, "send", PipeAction{PipeOp::kSendActivation, -1, -1}, -1);
+  for (auto& [t, action] : sends_) {
+    const bool gradient = action.op == PipeOp::kSendGradient;
+    wait(t, gradient ? "send of a gradient" : "send of an activation", action,
+         (gradient ? groups_.previous : groups_.next).peer_global);
+  }
   sends_.clear();
   return loss;
 }

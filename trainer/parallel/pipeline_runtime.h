@@ -8,10 +8,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
 #include "trainer/model/gpt.h"
+#include "trainer/monitor/timeline.h"
 #include "trainer/parallel/pipeline_schedule.h"
 #include "trainer/parallel/process_groups.h"
 #include "trainer/parallel/zero_optimizer.h"
@@ -36,20 +38,21 @@ class PipelineRuntime {
   /// stage; 0 elsewhere).
   double run(const std::function<MicroBatchTokens(int)>& micro_batch, float loss_scale, ZeroOptimizer* zero);
 
-  /// Seconds spent waiting for pipeline transfers since the last call (bubbles and exposed communication).
-  double takeWaitSeconds() {
-    const double s = wait_seconds_;
-    wait_seconds_ = 0;
-    return s;
-  }
   const std::vector<PipeAction>& schedule() const { return schedule_; }
+  /// Where computes, transfers and waits are timed (may be null).
+  void setTimeline(Timeline* timeline) { timeline_ = timeline; }
 
  private:
   using Key = std::tuple<int, int>;  // micro-batch, chunk
+  struct Transfer {
+    std::shared_ptr<Work> work;
+    Timeline::Clock::time_point issued;
+  };
+
   std::vector<float>& buffer(std::map<Key, std::vector<float>>& pool, const PipeAction& a);
-  std::shared_ptr<Work> transfer(const PipelineLink& link, bool gradients, bool send, float* data);
-  void wait(const std::shared_ptr<Work>& work, const char* what, const PipeAction& a, int peer);
-  std::shared_ptr<Work> takeReceive(PipeOp op, const PipeAction& a);
+  Transfer transfer(const PipelineLink& link, bool gradients, bool send, float* data);
+  void wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer);
+  std::optional<Transfer> takeReceive(PipeOp op, const PipeAction& a);
 
   PipelineShape shape_;
   const ProcessGroups& groups_;
@@ -60,9 +63,9 @@ class PipelineRuntime {
   int64_t message_elements_;
   std::vector<PipeAction> schedule_;
   std::map<Key, std::vector<float>> activations_out_, activations_in_, gradients_out_, gradients_in_;
-  std::map<std::tuple<int, int, int>, std::shared_ptr<Work>> receives_;  // (op, micro-batch, chunk)
-  std::vector<std::shared_ptr<Work>> sends_;
-  double wait_seconds_ = 0;
+  std::map<std::tuple<int, int, int>, Transfer> receives_;  // (op, micro-batch, chunk)
+  std::vector<std::pair<Transfer, PipeAction>> sends_;
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace megascale::trainer

@@ -20,8 +20,14 @@ int64_t TensorParallelGroup::chunkBegin(int64_t rows_per_rank, int64_t j) const 
   return rows_per_rank * j / k;
 }
 
-void TensorParallelGroup::wait(const std::shared_ptr<Work>& work, const char* what) {
+void TensorParallelGroup::wait(const std::shared_ptr<Work>& work, const char* what,
+                               Timeline::Clock::time_point issued, int64_t bytes) {
+  const auto t0 = Timeline::Clock::now();
   const Status status = work->wait(timeout_);
+  if (timeline_ != nullptr) {
+    timeline_->waitSpan(Wait::kTensorParallel, t0, Timeline::Clock::now());
+    timeline_->communicationSpan(Wait::kTensorParallel, what, issued, work->finishedAt(), bytes);
+  }
   if (!status.isOk()) {
     throw Error(status.code(), std::string("tensor-parallel ") + what + " (rank " + std::to_string(rank()) + " of " +
                                    std::to_string(size()) + "): " + status.message());
@@ -34,6 +40,7 @@ void TensorParallelGroup::allGather(float* full, int64_t rows_per_rank, int64_t 
   const int64_t k = std::min<int64_t>(chunks_, r_rows);
   gather_scratch_.resize(static_cast<size_t>(n * r_rows * cols));
   std::vector<std::shared_ptr<Work>> works;
+  const auto issued = Timeline::Clock::now();
   for (int64_t j = 0; j < k; ++j) {
     const int64_t b = chunkBegin(r_rows, j), c = chunkBegin(r_rows, j + 1) - b;
     works.push_back(comm_->allGather(full + (me * r_rows + b) * cols, gather_scratch_.data() + n * b * cols,
@@ -41,8 +48,9 @@ void TensorParallelGroup::allGather(float* full, int64_t rows_per_rank, int64_t 
   }
   consume(me * r_rows, r_rows);  // this rank's rows are already here: compute on them while the rest moves
   for (int64_t j = 0; j < k; ++j) {
-    wait(works[static_cast<size_t>(j)], "all-gather");
     const int64_t b = chunkBegin(r_rows, j), c = chunkBegin(r_rows, j + 1) - b;
+    wait(works[static_cast<size_t>(j)], "all-gather", issued,
+         static_cast<int64_t>((n - 1) * c * cols * static_cast<int64_t>(sizeof(float))));
     for (int64_t r = 0; r < n; ++r) {
       if (r == me) continue;
       std::memcpy(full + (r * r_rows + b) * cols, gather_scratch_.data() + (n * b + r * c) * cols,
@@ -64,6 +72,8 @@ TensorParallelGroup::PendingReduceScatter TensorParallelGroup::reduceScatter(flo
   }
   PendingReduceScatter pending;
   pending.group_ = this;
+  pending.issued_ = Timeline::Clock::now();
+  pending.bytes_ = (n - 1) * count * static_cast<int64_t>(sizeof(float));
   if (base == shard) throw std::invalid_argument("reduce-scatter: base must not alias the shard");
   const int64_t k = std::min<int64_t>(chunks_, r_rows);
   scatter_scratch_.resize(static_cast<size_t>(n * count));
@@ -84,7 +94,8 @@ TensorParallelGroup::PendingReduceScatter TensorParallelGroup::reduceScatter(flo
 void TensorParallelGroup::PendingReduceScatter::finish() {
   if (finished_) return;
   finished_ = true;
-  for (const auto& work : works_) group_->wait(work, "reduce-scatter");
+  const int64_t each = works_.empty() ? 0 : bytes_ / static_cast<int64_t>(works_.size());
+  for (const auto& work : works_) group_->wait(work, "reduce-scatter", issued_, each);
   if (base_ == nullptr) return;
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count_; ++i) shard_[i] += base_[i];
@@ -98,7 +109,9 @@ TensorParallelGroup::PendingReduceScatter::~PendingReduceScatter() {
 
 void TensorParallelGroup::allReduce(float* data, int64_t count) {
   if (size() == 1) return;
-  wait(comm_->allReduce(data, data, static_cast<size_t>(count), mscFloat32, mscSum), "all-reduce");
+  const auto issued = Timeline::Clock::now();
+  wait(comm_->allReduce(data, data, static_cast<size_t>(count), mscFloat32, mscSum), "all-reduce", issued,
+       2 * (size() - 1) * count * static_cast<int64_t>(sizeof(float)) / size());
 }
 
 }  // namespace megascale::trainer

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "trainer/monitor/timeline.h"
 
 namespace megascale::trainer {
 
@@ -28,6 +29,8 @@ class TensorParallelGroup {
   int rank() const { return comm_->rank(); }
   int chunks() const { return chunks_; }
   Communicator& communicator() { return *comm_; }
+  /// Where waits and collectives are timed (may be null).
+  void setTimeline(Timeline* timeline) { timeline_ = timeline; }
 
   /// Rows [first, first + count) of the full tensor.
   using RowsFn = std::function<void(int64_t first, int64_t count)>;
@@ -57,6 +60,8 @@ class TensorParallelGroup {
     PendingReduceScatter() = default;
     TensorParallelGroup* group_ = nullptr;
     std::vector<std::shared_ptr<Work>> works_;
+    Timeline::Clock::time_point issued_;
+    int64_t bytes_ = 0;
     float* shard_ = nullptr;
     const float* base_ = nullptr;
     int64_t count_ = 0;
@@ -73,7 +78,7 @@ class TensorParallelGroup {
   void allReduce(float* data, int64_t count);
 
  private:
-  void wait(const std::shared_ptr<Work>& work, const char* what);
+  void wait(const std::shared_ptr<Work>& work, const char* what, Timeline::Clock::time_point issued, int64_t bytes);
   // [begin, end) rows of a rank's shard in chunk j.
   int64_t chunkBegin(int64_t rows_per_rank, int64_t j) const;
 
@@ -81,6 +86,7 @@ class TensorParallelGroup {
   int chunks_;
   std::chrono::milliseconds timeout_;
   std::vector<float> gather_scratch_, scatter_scratch_;
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace megascale::trainer

@@ -155,11 +155,18 @@ int64_t ZeroOptimizer::masterWeightBytes() const {
   return bytes;
 }
 
-void ZeroOptimizer::waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket) {
+void ZeroOptimizer::waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket,
+                            std::chrono::steady_clock::time_point issued, int64_t bytes) {
   if (!work) return;
   const auto t0 = Clock::now();
   const Status status = work->wait(options_.timeout);
-  exposed_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (timeline_ != nullptr) {
+    timeline_->waitSpan(Wait::kDataParallel, t0, Clock::now());
+    if (bytes > 0) {
+      timeline_->communicationSpan(Wait::kDataParallel, std::string(what) + " " + std::to_string(bucket), issued,
+                                   work->finishedAt(), bytes);
+    }
+  }
   if (!status.isOk()) {
     throw Error(status.code(), std::string("data-parallel ") + what + " of bucket " + std::to_string(bucket) +
                                    " (rank " + std::to_string(dp_rank_) + " of " + std::to_string(dp_size_) +
@@ -181,6 +188,7 @@ void ZeroOptimizer::launchReduce(Bucket& b) {
   std::fill(b.buffer.begin() + b.elements, b.buffer.end(), 0.0f);
   b.reducing = true;
   if (dp_size_ > 1) {
+    b.reduce_issued = Clock::now();
     b.reduce = groups_.dp->reduceScatter(b.buffer.data(), shardOf(b), static_cast<size_t>(b.shard), mscFloat32, mscSum);
   }
 }
@@ -251,7 +259,8 @@ double ZeroOptimizer::step(double lr) {
     if (!b.reducing) launchReduce(b);
   }
   for (size_t i = 0; i < buckets_.size(); ++i) {
-    waitFor(buckets_[i].reduce, "gradient reduce-scatter", i);
+    waitFor(buckets_[i].reduce, "gradient reduce-scatter", i, buckets_[i].reduce_issued,
+            (dp_size_ - 1) * buckets_[i].shard * static_cast<int64_t>(sizeof(float)));
     buckets_[i].reduce.reset();
     buckets_[i].reducing = false;
     buckets_[i].pending = static_cast<int>(buckets_[i].ranges.size());
@@ -330,6 +339,7 @@ double ZeroOptimizer::step(double lr) {
                 shardOf(b) + p.shard_offset);
     }
     if (dp_size_ > 1) {
+      b.gather_issued = Clock::now();
       b.gather = groups_.dp->allGather(shardOf(b), b.buffer.data(), static_cast<size_t>(b.shard), mscFloat32);
     } else {
       b.gather = nullptr;
@@ -354,7 +364,8 @@ void ZeroOptimizer::ensureParameters(int chunk, Gpt<float>::ParamRange range) {
   if (it == bucket_of_.end()) return;
   Bucket& b = buckets_[it->second];
   if (!b.gather) return;
-  waitFor(b.gather, "parameter all-gather", it->second);
+  waitFor(b.gather, "parameter all-gather", it->second, b.gather_issued,
+          (dp_size_ - 1) * b.shard * static_cast<int64_t>(sizeof(float)));
   b.gather.reset();
   finishGather(b);
 }
@@ -363,7 +374,8 @@ void ZeroOptimizer::synchronizeParameters() {
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& b = buckets_[i];
     if (!b.gather) continue;
-    waitFor(b.gather, "parameter all-gather", i);
+    waitFor(b.gather, "parameter all-gather", i, b.gather_issued,
+            (dp_size_ - 1) * b.shard * static_cast<int64_t>(sizeof(float)));
     b.gather.reset();
     finishGather(b);
   }

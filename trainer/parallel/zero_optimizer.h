@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "trainer/model/gpt.h"
+#include "trainer/monitor/timeline.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/parallel/process_groups.h"
 
@@ -64,12 +65,8 @@ class ZeroOptimizer {
   int64_t masterWeightBytes() const;    // fp32 master weights of this rank's shards
   int bucketCount() const { return static_cast<int>(buckets_.size()); }
 
-  /// Seconds this rank waited on data-parallel communication (exposed, not overlapped) since the last call.
-  double takeExposedSeconds() {
-    const double s = exposed_seconds_;
-    exposed_seconds_ = 0;
-    return s;
-  }
+  /// Where waits and collectives are timed (may be null).
+  void setTimeline(Timeline* timeline) { timeline_ = timeline; }
 
  private:
   struct Range {
@@ -95,13 +92,15 @@ class ZeroOptimizer {
     bool deferred = false;      // holds a tied embedding copy: moves after its all-reduce
     bool reducing = false;
     std::shared_ptr<Work> reduce, gather;
+    std::chrono::steady_clock::time_point reduce_issued, gather_issued;
   };
 
   void rangeDone(int chunk, Gpt<float>::ParamRange range);
   void ensureParameters(int chunk, Gpt<float>::ParamRange range);
   void launchReduce(Bucket& b);
   void finishGather(Bucket& b);
-  void waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket);
+  void waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket,
+               std::chrono::steady_clock::time_point issued = {}, int64_t bytes = 0);
   float* shardOf(Bucket& b) { return b.buffer.data() + dp_rank_ * b.shard; }
   void reduceTiedEmbedding();
   void sumReplicatedAcrossTensorParallel();
@@ -117,7 +116,7 @@ class ZeroOptimizer {
   int tensor_count_ = 0;
   bool final_backward_ = false;
   int64_t steps_ = 0;
-  double exposed_seconds_ = 0;
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace megascale::trainer

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -66,9 +68,14 @@ class ParallelEngine final : public StepEngine {
   }
 
   StepOutcome step(const Batch& batch, double lr) override {
+    // The trace keeps a few steps after the first (which pays for warm-up and connections).
+    trainer_->timeline().setRecording(!options_.trace.empty() && steps_run_ >= 1 &&
+                                      steps_run_ <= options_.trace_steps);
+    ++steps_run_;
     const ParallelStepResult r = trainer_->step(batch.inputs.data(), batch.targets.data(), lr);
-    return StepOutcome{r.loss, r.grad_norm};
+    return StepOutcome{r.loss, r.grad_norm, trainer_->timeline().takeStep()};
   }
+  std::string layout() const override { return trainer_->groups().layout.describe(); }
 
   int64_t parameterCount() const override {
     int64_t whole = 0;
@@ -101,7 +108,17 @@ class ParallelEngine final : public StepEngine {
     if (state) log << "resumed from " << latestCheckpoint(dir) << " at step " << state->step << "\n";
     return state;
   }
-  void finish() override { checkpointer_->finish(); }
+  void finish() override {
+    checkpointer_->finish();
+    if (options_.trace.empty()) return;
+    const std::string trace = trainer_->gatherTrace();
+    if (world_->rank() != 0) return;
+    std::ofstream out(options_.trace);
+    out << trace;
+    if (!out) throw std::runtime_error("cannot write the trace to " + options_.trace);
+    std::cout << "trace: " << options_.trace << " (" << options_.trace_steps << " steps of " << world_->size()
+              << " ranks; open in ui.perfetto.dev or chrome://tracing)\n";
+  }
   std::string sample(const TrainingData&, Random&, int64_t) override { return ""; }
 
  private:
@@ -132,6 +149,7 @@ class ParallelEngine final : public StepEngine {
   double peak_ = 0;
   std::string backend_;
   int64_t local_parameters_ = 0;
+  int64_t steps_run_ = 0;
   std::unique_ptr<ParallelTrainer> trainer_;
   std::unique_ptr<ParallelCheckpointer> checkpointer_;
 };

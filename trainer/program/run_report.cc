@@ -1,5 +1,6 @@
 #include "trainer/program/run_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -49,7 +50,8 @@ CsvLog::CsvLog(const std::string& path) {
   if (path.empty()) return;
   file_ = std::fopen(path.c_str(), "w");
   if (file_ == nullptr) throw std::runtime_error("cannot create CSV file " + path);
-  std::fprintf(file_, "step,loss,lr,grad_norm,step_seconds,tokens_per_s,mfu,elapsed_s\n");
+  std::fprintf(file_, "step,loss,lr,grad_norm,step_seconds,tokens_per_s,mfu,elapsed_s,compute_s,tp_wait_s,pp_wait_s,"
+                      "dp_wait_s,tp_bytes,pp_bytes,dp_bytes\n");
 }
 
 CsvLog::~CsvLog() {
@@ -59,8 +61,12 @@ CsvLog::~CsvLog() {
 void CsvLog::add(const StepRecord& r) {
   if (file_ == nullptr) return;
   // %.9g round-trips a float32 loss exactly, so two runs' CSVs can be compared bit for bit.
-  std::fprintf(file_, "%lld,%.9g,%.9g,%.9g,%.6f,%.1f,%.4f,%.3f\n", static_cast<long long>(r.step + 1), r.loss, r.lr,
-               r.grad_norm, r.seconds, r.tokens_per_s, r.mfu, r.elapsed);
+  const StepTimes& t = r.times;
+  std::fprintf(file_, "%lld,%.9g,%.9g,%.9g,%.6f,%.1f,%.4f,%.3f,%.6f,%.6f,%.6f,%.6f,%lld,%lld,%lld\n",
+               static_cast<long long>(r.step + 1), r.loss, r.lr, r.grad_norm, r.seconds, r.tokens_per_s, r.mfu,
+               r.elapsed, t.compute(), t.waited(Wait::kTensorParallel), t.waited(Wait::kPipeline),
+               t.waited(Wait::kDataParallel), static_cast<long long>(t.bytes[0]), static_cast<long long>(t.bytes[1]),
+               static_cast<long long>(t.bytes[2]));
   std::fflush(file_);
 }
 
@@ -70,6 +76,16 @@ void summarizeThroughput(const std::vector<StepRecord>& records, RunSummary& s) 
   for (size_t i = skip; i < records.size(); ++i) seconds += records[i].seconds;
   const double tokens = static_cast<double>(s.tokens_per_step) * static_cast<double>(records.size() - skip);
   s.tokens_per_s = seconds > 0 ? tokens / seconds : 0;
+  const double steps = static_cast<double>(std::max<size_t>(1, records.size() - skip));
+  s.compute_s = s.exposed_s = s.wait_tp_s = s.wait_pp_s = s.wait_dp_s = 0;
+  for (size_t i = skip; i < records.size(); ++i) {
+    const StepTimes& t = records[i].times;
+    s.compute_s += t.compute() / steps;
+    s.exposed_s += t.exposed() / steps;
+    s.wait_tp_s += t.waited(Wait::kTensorParallel) / steps;
+    s.wait_pp_s += t.waited(Wait::kPipeline) / steps;
+    s.wait_dp_s += t.waited(Wait::kDataParallel) / steps;
+  }
   s.mfu = s.gemm_peak_gflops > 0 ? s.tokens_per_s * s.flops_per_token / (s.gemm_peak_gflops * 1e9) : 0;
 }
 
@@ -83,7 +99,16 @@ std::string summaryText(const RunSummary& s) {
                 thousands(s.tokens_per_s).c_str(), s.mfu * 100, s.gemm_backend.c_str(), s.gemm_peak_gflops,
                 s.flops_per_token / 1e6, s.threads, s.precision.c_str(), s.block.c_str(),
                 static_cast<long long>(s.parameters));
-  return buffer;
+  std::string out = buffer;
+  if (!s.layout.empty()) {
+    std::snprintf(buffer, sizeof(buffer),
+                  "\nper step on the reporting rank (%s): compute %.1f ms, waiting %.1f ms (tensor parallel %.1f, "
+                  "pipeline incl. bubble %.1f, data parallel %.1f)",
+                  s.layout.c_str(), s.compute_s * 1e3, s.exposed_s * 1e3, s.wait_tp_s * 1e3, s.wait_pp_s * 1e3,
+                  s.wait_dp_s * 1e3);
+    out += buffer;
+  }
+  return out;
 }
 
 void writeSummaryJson(const std::string& path, const RunSummary& s) {
@@ -96,7 +121,9 @@ void writeSummaryJson(const std::string& path, const RunSummary& s) {
     << "\",\n  \"gemm_peak_gflops\": " << s.gemm_peak_gflops << ",\n  \"model_flops_per_token\": " << s.flops_per_token
     << ",\n  \"parameters\": " << s.parameters << ",\n  \"tokens_per_step\": " << s.tokens_per_step
     << ",\n  \"threads\": " << s.threads << ",\n  \"precision\": \"" << s.precision << "\",\n  \"block\": \"" << s.block
-    << "\"\n}\n";
+    << "\",\n  \"layout\": \"" << s.layout << "\",\n  \"compute_s_per_step\": " << s.compute_s
+    << ",\n  \"exposed_comm_s_per_step\": " << s.exposed_s << ",\n  \"tp_wait_s_per_step\": " << s.wait_tp_s
+    << ",\n  \"pp_wait_s_per_step\": " << s.wait_pp_s << ",\n  \"dp_wait_s_per_step\": " << s.wait_dp_s << "\n}\n";
   writeFileAtomically(path, j.str());
 }
 

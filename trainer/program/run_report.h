@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/monitor/timeline.h"
+
 namespace megascale::trainer {
 
 struct StepRecord {
@@ -14,6 +16,7 @@ struct StepRecord {
   double seconds = 0;  // this step's wall time
   double tokens_per_s = 0, mfu = 0;
   double elapsed = 0;  // since the run started
+  StepTimes times;     // this rank's timers (the reporting rank's)
 };
 
 struct RunSummary {
@@ -22,6 +25,9 @@ struct RunSummary {
   double gemm_peak_gflops = 0, flops_per_token = 0;
   std::string gemm_backend, precision, block;
   int threads = 0;
+  // Per step, averaged like tokens_per_s: compute (waits taken out) and exposed communication by kind.
+  double compute_s = 0, exposed_s = 0, wait_tp_s = 0, wait_pp_s = 0, wait_dp_s = 0;
+  std::string layout;  // "" for one process
 };
 
 /// "step   12/300 | loss 3.4512 | lr 2.97e-04 | 4,123 tok/s | MFU 48.1% | ETA 1m02s"

@@ -28,13 +28,22 @@ class SingleProcessEngine final : public StepEngine {
   }
 
   StepOutcome step(const Batch& batch, double lr) override {
+    using Clock = Timeline::Clock;
+    Timeline timeline;
     model_.zeroGradients();
     StepOutcome out;
+    const auto t0 = Clock::now();
     out.loss = model_.forward(batch.inputs.data(), batch.targets.data(), batch_);
     if (!std::isfinite(out.loss)) return out;
+    const auto t1 = Clock::now();
     model_.backward();
+    const auto t2 = Clock::now();
     out.grad_norm = clipGradientNorm(model_.gradients(), model_.parameterCount(), optimizer_.config().clip_norm);
     optimizer_.step(model_.parameters(), model_.gradients(), lr);
+    timeline.computeSpan("forward", t0, t1, false);
+    timeline.computeSpan("backward", t1, t2, true);
+    timeline.optimizerSpan(t2, Clock::now());
+    out.times = timeline.takeStep();
     return out;
   }
 

@@ -12,6 +12,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/loader.h"
 #include "trainer/model/random.h"
+#include "trainer/monitor/timeline.h"
 #include "trainer/program/train_options.h"
 #include "trainer/program/training_data.h"
 
@@ -20,6 +21,7 @@ namespace megascale::trainer {
 struct StepOutcome {
   double loss = 0;       // mean token loss of the batch
   double grad_norm = 0;  // before clipping
+  StepTimes times;
 };
 
 class StepEngine {
@@ -35,6 +37,8 @@ class StepEngine {
   virtual std::string gemmBackend() const = 0;
   /// Layout and memory for the start-up line ("" for one process).
   virtual std::string describe() const = 0;
+  /// "tp2 x pp2 x dp2" ("" for one process).
+  virtual std::string layout() const { return ""; }
   /// Checkpoints in dir (see checkpoint.h); restore gives nothing when the directory has none.
   virtual void save(const std::string& dir, int keep, const TrainingState& state) = 0;
   virtual std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) = 0;

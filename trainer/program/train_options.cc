@@ -112,6 +112,7 @@ const std::vector<Option>& options() {
       INT_OPTION("tp-chunks", tp_chunks, "pieces each TP all-gather / reduce-scatter is cut into"),
       INT_OPTION("bucket-params", bucket_params, "parameters per data-parallel gradient bucket"),
       TEXT_OPTION("trace", trace, "write a Chrome/Perfetto trace of every rank here"),
+      INT_OPTION("trace-steps", trace_steps, "steps the trace keeps (from the second step on)"),
   };
   return table;
 }

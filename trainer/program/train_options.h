@@ -38,7 +38,8 @@ struct TrainOptions {
   std::string overlap = "tp,pp,dp";  // which communication overlaps compute: a subset of tp,pp,dp, or none
   int tp_chunks = 4;                 // pieces of each TP all-gather / reduce-scatter (with tp overlap)
   int64_t bucket_params = 1 << 20;   // parameters per DP gradient bucket
-  std::string trace;                 // Chrome/Perfetto trace of every rank, written by the reporting rank
+  std::string trace;                 // Chrome/Perfetto trace of every rank (written by world rank 0)
+  int64_t trace_steps = 3;           // steps the trace keeps, from the second on
 
   bool overlaps(const std::string& kind) const;
 };

@@ -99,6 +99,7 @@ int runTraining(const TrainOptions& options) {
   summary.precision = o.precision;
   summary.block = blockKindName(o.model.block);
   summary.threads = omp_get_max_threads();
+  summary.layout = engine->layout();
 
   std::vector<StepRecord> records;
   std::vector<double> losses;
@@ -117,6 +118,7 @@ int runTraining(const TrainOptions& options) {
       return 1;
     }
     r.grad_norm = outcome.grad_norm;
+    r.times = outcome.times;
     r.step = step;
     r.loss = outcome.loss;
     r.seconds = secondsSince(t0);

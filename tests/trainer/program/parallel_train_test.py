@@ -4,6 +4,7 @@ pp4 with two virtual stages: 10 fp32 steps give per-step losses within 1e-5 (rel
 run of the same model, batch and data, and final weights within 1e-4 (read from the checkpoints); each layout
 run twice gives the same losses bit for bit. A run stopped halfway resumes bit for bit, and its checkpoint
 loads into another layout. Usage: parallel_train_test.py MEGASCALE_RUN MEGASCALE_TRAIN"""
+import json
 import os
 import random
 import struct
@@ -124,6 +125,8 @@ def main():
                 argv = [launcher, "-n", str(ranks), trainer, *common, "--tp", str(tp), "--pp", str(pp),
                         "--virtual-stages", str(v), "--micro-batches", str(micro), "--csv", f"{ckpt}.csv",
                         "--checkpoint-dir", ckpt]
+                if attempt == 1 and ranks == 8:
+                    argv += ["--trace", f"{tmp}/trace.json", "--summary-json", f"{tmp}/summary.json"]
                 rc, out, err = run(argv)
                 check(rc == 0, f"{name} run {attempt} exits 0 ({err.strip()[-400:]})")
                 if rc != 0:
@@ -139,6 +142,23 @@ def main():
             diff = max(float(numpy.abs(got[k] - want_weights[k]).max()) for k in want_weights if k in got)
             check(diff < 1e-4, f"{name}: final weights within 1e-4 of one process (worst {diff:.2e})")
             print(f"{name}: worst loss {worst:.1e}, worst weight {diff:.1e}")
+
+        # The merged trace: one process per rank, a track per stream, spans of every kind.
+        trace = json.load(open(f"{tmp}/trace.json"))["traceEvents"]
+        pids = {e["pid"] for e in trace}
+        check(pids == set(range(8)), f"the trace has one process per rank ({sorted(pids)})")
+        tracks = {e["args"]["name"] for e in trace if e["name"] == "thread_name"}
+        check({"compute", "tensor-parallel comm", "pipeline comm", "data-parallel comm"} <= tracks,
+              f"the trace names its tracks ({tracks})")
+        spans = [e for e in trace if e["ph"] == "X"]
+        names = {e["name"].split(" ")[0] for e in spans}
+        check({"F0.0", "B0.0", "optimizer", "all-gather", "reduce-scatter"} <= names and
+              any(e["name"].startswith("gradient reduce-scatter") for e in spans) and
+              any(e["name"].startswith("receive of an activation") for e in spans),
+              f"the trace holds computes, TP, PP and DP spans ({sorted(names)[:20]})")
+        summary = json.load(open(f"{tmp}/summary.json"))
+        check(summary["layout"] == "tp2 x pp2 x dp2" and summary["exposed_comm_s_per_step"] > 0 and
+              summary["compute_s_per_step"] > 0, f"the summary reports compute and exposed communication ({summary})")
 
         # Stopped after 5 steps and resumed: the same losses bit for bit; the checkpoint loads into another layout.
         layout = ["--tp", "2", "--pp", "2", "--micro-batches", "2"]

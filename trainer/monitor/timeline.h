@@ -1,0 +1,68 @@
+// Per-rank timers of the parallel trainer: every forward and backward of a chunk, every transfer and collective
+// (with bytes, drawn from issue to completion), the optimizer step, and the time the rank waited for each kind of
+// communication (exposed, not hidden behind compute; the pipeline's waits include its bubble). Sums per step
+// feed the progress report and the ablation benchmark; while tracing, the spans themselves are kept and written
+// as Chrome/Perfetto trace events, one process per rank and one track per stream.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace megascale::trainer {
+
+enum class Stream { kCompute = 0, kTensorParallel, kPipeline, kDataParallel, kWaits, kCount };
+const char* streamName(Stream stream);
+
+enum class Wait { kTensorParallel = 0, kPipeline, kDataParallel, kCount };
+
+struct StepTimes {
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;  // spans on the compute stream (waits inside included)
+  double wait_s[static_cast<int>(Wait::kCount)] = {};     // exposed communication by kind
+  int64_t bytes[static_cast<int>(Wait::kCount)] = {};     // bytes this rank sent or reduced, by kind
+  double waited(Wait w) const { return wait_s[static_cast<int>(w)]; }
+  double exposed() const;                                 // all waits
+  double compute() const { return forward_s + backward_s + optimizer_s - exposed(); }
+};
+
+class Timeline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit Timeline(Clock::time_point epoch = Clock::now()) : epoch_(epoch) {}
+
+  /// Spans are kept for the trace only while recording.
+  void setRecording(bool on) { recording_ = on; }
+  bool recording() const { return recording_; }
+
+  void computeSpan(const std::string& name, Clock::time_point start, Clock::time_point end, bool backward);
+  void optimizerSpan(Clock::time_point start, Clock::time_point end);
+  /// A transfer or collective from issue to completion.
+  void communicationSpan(Wait kind, const std::string& name, Clock::time_point start, Clock::time_point end,
+                         int64_t bytes);
+  void waitSpan(Wait kind, Clock::time_point start, Clock::time_point end);
+
+  /// The sums since the last call.
+  StepTimes takeStep();
+
+  /// This rank's kept spans as Chrome trace events (a comma-separated list of JSON objects, no brackets),
+  /// with process and track names. pid = the rank.
+  std::string traceEvents(int pid, const std::string& process_name) const;
+
+ private:
+  struct Span {
+    Stream stream;
+    std::string name;
+    double start_us, duration_us;
+    int64_t bytes;
+  };
+  void keep(Stream stream, const std::string& name, Clock::time_point start, Clock::time_point end, int64_t bytes);
+
+  Clock::time_point epoch_;
+  bool recording_ = false;
+  StepTimes step_;
+  std::vector<Span> spans_;
+};
+
+}  // namespace megascale::trainer
