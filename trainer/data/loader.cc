@@ -5,7 +5,7 @@
 
 namespace megascale::trainer {
 
-DataLoader::DataLoader(std::shared_ptr<const std::vector<int32_t>> tokens, int64_t batch, int64_t seq, int64_t position,
+DataLoader::DataLoader(std::shared_ptr<const TokenStore> tokens, int64_t batch, int64_t seq, int64_t position,
                        int prefetch)
     : tokens_(std::move(tokens)),
       batch_(batch),
@@ -36,7 +36,7 @@ int64_t DataLoader::advance(int64_t tokens, int64_t batch, int64_t seq, int64_t 
   return next + batch * seq + 1 > tokens ? 0 : next;
 }
 
-Batch DataLoader::batchAt(const std::vector<int32_t>& tokens, int64_t batch, int64_t seq, int64_t position) {
+Batch DataLoader::batchAt(std::span<const int32_t> tokens, int64_t batch, int64_t seq, int64_t position) {
   Batch b;
   b.position = position;
   b.inputs.assign(tokens.begin() + position, tokens.begin() + position + batch * seq);
@@ -46,7 +46,7 @@ Batch DataLoader::batchAt(const std::vector<int32_t>& tokens, int64_t batch, int
 
 void DataLoader::produce(std::stop_token stop) {
   while (!stop.stop_requested()) {
-    Batch b = batchAt(*tokens_, batch_, seq_, produce_position_);
+    Batch b = batchAt(tokens_->view(), batch_, seq_, produce_position_);
     produce_position_ = advance(static_cast<int64_t>(tokens_->size()), batch_, seq_, produce_position_);
     std::unique_lock lock(mutex_);
     if (!changed_.wait(lock, stop, [&] { return ready_.size() < depth_; })) return;

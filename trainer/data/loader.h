@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "trainer/data/token_store.h"
+
 namespace megascale::trainer {
 
 struct Batch {
@@ -23,7 +25,7 @@ class DataLoader {
  public:
   /// Throws std::invalid_argument when the tokens cannot fill one batch (batch*seq + 1 tokens) or
   /// `position` is outside them.
-  DataLoader(std::shared_ptr<const std::vector<int32_t>> tokens, int64_t batch, int64_t seq, int64_t position = 0,
+  DataLoader(std::shared_ptr<const TokenStore> tokens, int64_t batch, int64_t seq, int64_t position = 0,
              int prefetch = 2);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
@@ -36,13 +38,13 @@ class DataLoader {
   int64_t position() const { return next_position_; }
 
   /// The batch at `position` and the position after it, computed directly (used by the thread and tests).
-  static Batch batchAt(const std::vector<int32_t>& tokens, int64_t batch, int64_t seq, int64_t position);
+  static Batch batchAt(std::span<const int32_t> tokens, int64_t batch, int64_t seq, int64_t position);
   static int64_t advance(int64_t tokens, int64_t batch, int64_t seq, int64_t position);
 
  private:
   void produce(std::stop_token stop);
 
-  std::shared_ptr<const std::vector<int32_t>> tokens_;
+  std::shared_ptr<const TokenStore> tokens_;
   const int64_t batch_, seq_;
   const size_t depth_;
   int64_t next_position_;      // consumer side

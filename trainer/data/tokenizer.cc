@@ -158,10 +158,16 @@ std::string Tokenizer::decode(const std::vector<int32_t>& tokens) const {
   return out;
 }
 
-void Tokenizer::save(const std::string& path) const {
-  std::ofstream out(path);
+std::string Tokenizer::serialize() const {
+  std::ostringstream out;
   out << "megascale-bpe 1\n";
   for (const auto& [left, right] : merges_) out << left << ' ' << right << '\n';
+  return out.str();
+}
+
+void Tokenizer::save(const std::string& path) const {
+  std::ofstream out(path);
+  out << serialize();
   out.flush();
   if (!out) throw std::runtime_error("cannot write the tokenizer to " + path);
 }
@@ -169,9 +175,16 @@ void Tokenizer::save(const std::string& path) const {
 Tokenizer Tokenizer::load(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open tokenizer file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path);
+}
+
+Tokenizer Tokenizer::parse(const std::string& text, const std::string& origin) {
+  std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != "megascale-bpe 1") {
-    throw std::runtime_error(path + ": not a megascale BPE file (first line must be 'megascale-bpe 1')");
+    throw std::runtime_error(origin + ": not a megascale BPE file (first line must be 'megascale-bpe 1')");
   }
   Tokenizer t;
   for (int line_no = 2; std::getline(in, line); ++line_no) {
@@ -180,7 +193,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
     std::string extra;
     if (!(fields >> left >> right) || (fields >> extra) || left < 0 || right < 0 || left >= t.vocabSize() ||
         right >= t.vocabSize()) {
-      throw std::runtime_error(path + ":" + std::to_string(line_no) + ": expected two token ids below " +
+      throw std::runtime_error(origin + ":" + std::to_string(line_no) + ": expected two token ids below " +
                                std::to_string(t.vocabSize()) + ", got '" + line + "'");
     }
     t.addMerge(static_cast<int32_t>(left), static_cast<int32_t>(right));

@@ -24,6 +24,9 @@ class Tokenizer {
   /// load() throws std::runtime_error naming the file and line of any malformed or out-of-order merge.
   static Tokenizer load(const std::string& path);
   void save(const std::string& path) const;
+  /// The same format in memory; `origin` names the source in errors.
+  std::string serialize() const;
+  static Tokenizer parse(const std::string& text, const std::string& origin);
 
   int32_t vocabSize() const { return 256 + static_cast<int32_t>(merges_.size()); }
   std::vector<int32_t> encode(std::string_view text) const;

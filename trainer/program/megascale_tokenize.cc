@@ -8,7 +8,7 @@
 #include <string>
 
 #include "trainer/data/token_shard.h"
-#include "trainer/program/training_data.h"
+#include "trainer/data/training_data.h"
 
 namespace {
 
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     } else {
       const std::string tokenizer = f.count("tokenizer") ? f["tokenizer"] : "bytes";
       TrainingData data = loadTrainingData(input, tokenizer, "");
-      writeTokenShard(out, *data.tokens, data.vocab);
+      writeTokenShard(out, std::vector<int32_t>(data.tokens->begin(), data.tokens->end()), data.vocab);
       std::cout << data.description << "\nwrote " << out << "\n";
     }
     return 0;

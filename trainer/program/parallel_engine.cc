@@ -50,11 +50,10 @@ ParallelConfig parallelConfig(const TrainOptions& o, std::chrono::milliseconds t
 
 class ParallelEngine final : public StepEngine {
  public:
-  ParallelEngine(const TrainOptions& o, std::ostream& log) : options_(o) {
-    CommunicatorOptions comm_options = CommunicatorOptions::fromEnvironment();
-    timeout_ = comm_options.timeout;
-    world_ = Communicator::createFromEnvironment(comm_options);
-    const int local = std::max(1, comm_options.local_size > 0 ? comm_options.local_size : world_->size());
+  ParallelEngine(const TrainOptions& o, std::shared_ptr<Communicator> world, int host_ranks, std::ostream& log)
+      : options_(o), world_(std::move(world)) {
+    timeout_ = CommunicatorOptions::fromEnvironment().timeout;
+    const int local = std::max(1, host_ranks);
     hosts_ = std::max(1, world_->size() / local);
     decideGemm(o, log);
     // Ranks share the host's cores: each gets its part, so none starves when ranks outnumber cores.
@@ -156,8 +155,9 @@ class ParallelEngine final : public StepEngine {
 
 }  // namespace
 
-std::unique_ptr<StepEngine> makeParallelEngine(const TrainOptions& o, std::ostream& log) {
-  return std::make_unique<ParallelEngine>(o, log);
+std::unique_ptr<StepEngine> makeParallelEngine(const TrainOptions& o, std::shared_ptr<Communicator> world,
+                                               int host_ranks, std::ostream& log) {
+  return std::make_unique<ParallelEngine>(o, std::move(world), host_ranks, log);
 }
 
 }  // namespace megascale::trainer

@@ -6,7 +6,7 @@
 
 #include "trainer/model/gpt.h"
 #include "trainer/model/random.h"
-#include "trainer/program/training_data.h"
+#include "trainer/data/training_data.h"
 
 namespace megascale::trainer {
 

@@ -9,12 +9,13 @@
 #include <ostream>
 #include <string>
 
+#include "collectives/communicator.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/loader.h"
 #include "trainer/model/random.h"
 #include "trainer/monitor/timeline.h"
 #include "trainer/program/train_options.h"
-#include "trainer/program/training_data.h"
+#include "trainer/data/training_data.h"
 
 namespace megascale::trainer {
 
@@ -49,7 +50,8 @@ class StepEngine {
 };
 
 std::unique_ptr<StepEngine> makeSingleProcessEngine(const TrainOptions& o, std::ostream& log);
-/// Joins the job this process was launched into (megascale-run, srun, mpirun, torchrun).
-std::unique_ptr<StepEngine> makeParallelEngine(const TrainOptions& o, std::ostream& log);
+/// A rank of the job `world` (joined from the launcher's environment); host_ranks: ranks on this host.
+std::unique_ptr<StepEngine> makeParallelEngine(const TrainOptions& o, std::shared_ptr<Communicator> world,
+                                               int host_ranks, std::ostream& log);
 
 }  // namespace megascale::trainer

@@ -12,13 +12,14 @@
 #include <memory>
 
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/data/host_data.h"
 #include "trainer/data/loader.h"
 #include "trainer/kernels/gemm_bf16.h"
 #include "trainer/model/random.h"
 #include "trainer/program/loss_plot.h"
 #include "trainer/program/run_report.h"
 #include "trainer/program/step_engine.h"
-#include "trainer/program/training_data.h"
+#include "trainer/data/training_data.h"
 
 namespace megascale::trainer {
 
@@ -52,13 +53,26 @@ int runTraining(const TrainOptions& options) {
   const bool job = runsAsJob(o);
   if (!job) omp_set_num_threads(o.threads > 0 ? o.threads : omp_get_num_procs());
 
-  TrainingData data = loadTrainingData(o.data, o.tokenizer, o.checkpoint_dir);
+  const auto load = [&] { return loadTrainingData(o.data, o.tokenizer, o.checkpoint_dir); };
+  std::shared_ptr<Communicator> world, host;
+  TrainingData data;
+  if (job) {
+    const CommunicatorOptions comm_options = CommunicatorOptions::fromEnvironment();
+    world = Communicator::createFromEnvironment(comm_options);
+    // A host's ranks are consecutive (megascale-run, srun and mpirun place them so): its first rank names it.
+    const int local = world->localRank();
+    host = world->split(local >= 0 ? world->rank() - local : world->rank(), world->rank());
+    data = loadOncePerHost(*host, comm_options.timeout, load);
+  } else {
+    data = load();
+  }
   if (o.model.vocab == 0) o.model.vocab = data.vocab;
   if (o.model.vocab < data.vocab) {
     throw std::invalid_argument("--vocab " + std::to_string(o.model.vocab) + " is smaller than the data's vocabulary (" +
                                 std::to_string(data.vocab) + ")");
   }
-  std::unique_ptr<StepEngine> engine = job ? makeParallelEngine(o, std::cout) : makeSingleProcessEngine(o, std::cout);
+  std::unique_ptr<StepEngine> engine =
+      job ? makeParallelEngine(o, world, host->size(), std::cout) : makeSingleProcessEngine(o, std::cout);
   // Only the reporting rank writes the run's lines and files; the others stay quiet unless they fail.
   std::ostream quiet(nullptr);
   std::ostream& log = engine->reports() ? std::cout : quiet;

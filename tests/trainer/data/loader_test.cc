@@ -7,10 +7,10 @@
 namespace megascale::trainer {
 namespace {
 
-std::shared_ptr<const std::vector<int32_t>> ramp(int n) {
-  auto v = std::make_shared<std::vector<int32_t>>(n);
-  std::iota(v->begin(), v->end(), 0);
-  return v;
+std::shared_ptr<const TokenStore> ramp(int n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return std::make_shared<const TokenStore>(std::move(v));
 }
 
 TEST(DataLoader, ConsecutiveWindowsWithShiftedTargetsThenWrap) {

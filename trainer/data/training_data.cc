@@ -1,4 +1,4 @@
-#include "trainer/program/training_data.h"
+#include "trainer/data/training_data.h"
 
 #include <chrono>
 #include <filesystem>
@@ -40,7 +40,7 @@ TrainingData loadTrainingData(const std::string& path, const std::string& tokeni
     data.vocab = shard.vocab;
     data.description = path + ": " + std::to_string(shard.tokens.size()) + " tokens, vocabulary " +
                        std::to_string(shard.vocab) + " (token shard)";
-    data.tokens = std::make_shared<const std::vector<int32_t>>(std::move(shard.tokens));
+    data.tokens = std::make_shared<const TokenStore>(std::move(shard.tokens));
     return data;
   }
   const std::string text = readText(path);
@@ -58,7 +58,7 @@ TrainingData loadTrainingData(const std::string& path, const std::string& tokeni
     data.tokenizer = Tokenizer::load(tokenizer_spec);
     how = "BPE from " + tokenizer_spec;
   }
-  data.tokens = std::make_shared<const std::vector<int32_t>>(data.tokenizer.encode(text));
+  data.tokens = std::make_shared<const TokenStore>(data.tokenizer.encode(text));
   data.vocab = data.tokenizer.vocabSize();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char timing[64];

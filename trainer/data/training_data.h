@@ -5,12 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "trainer/data/token_store.h"
 #include "trainer/data/tokenizer.h"
 
 namespace megascale::trainer {
 
 struct TrainingData {
-  std::shared_ptr<const std::vector<int32_t>> tokens;
+  std::shared_ptr<const TokenStore> tokens;
   int32_t vocab = 0;
   Tokenizer tokenizer;  // decodes samples (bytes-only for shards)
   std::string description;
