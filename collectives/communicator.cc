@@ -1,5 +1,7 @@
 #include "collectives/communicator.h"
 
+#include "common/backoff.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -99,6 +101,7 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
                                                          CommunicatorOptions options) {
   validateRank(rank, nranks);
   log::setRank(rank);
+  noteRanksOnHost(options.local_size);
   options.transport_options.secret = secret;
   options.node.timeout = options.timeout;
   if (options.transport_options.bind_address.empty()) options.transport_options.bind_address = "127.0.0.1";

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the main job on the embedded defaults: megascale-train trains a small GPT
-# (trainer/configs/main_job.conf) on the Jargon File for a few hundred steps on this CPU, printing a
-# progress line per 10 steps; outputs (checkpoints, CSV, summary JSON, loss curve) go to build/main-job/.
+# (trainer/configs/main_job.conf) on the Jargon File for a few hundred steps, 3D-parallel on local ranks:
+# megascale-run starts RANKS processes (default 8 = tensor parallel 2 x pipeline 2 x data parallel 2) that
+# share this host's cores. The reporting rank prints a progress line per 10 steps; outputs (sharded
+# checkpoints, CSV, summary JSON, loss curve, trace) go to build/main-job/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +20,7 @@ if [ ! -r "$data" ]; then  # minimal images may drop /usr/share/doc from package
   (cd build/data && rm -f jargon-text_*.deb && apt-get download -q jargon-text >/dev/null && dpkg -x jargon-text_*.deb deb)
   data=build/data/deb/usr/share/doc/jargon-text/jargon.txt.gz
 fi
-build/trainer/megascale-train --config trainer/configs/main_job.conf --data "$data" --checkpoint-dir "$out/checkpoints" \
-  --csv "$out/steps.csv" --summary-json "$out/summary.json" --plot "$out/loss.png" "$@"
-echo "outputs: $out/steps.csv, $out/summary.json, $out/loss.png, $out/checkpoints/"
+build/launcher/megascale-run -n "${RANKS:-8}" build/trainer/megascale-train --config trainer/configs/main_job.conf \
+  --data "$data" --checkpoint-dir "$out/checkpoints" --csv "$out/steps.csv" --summary-json "$out/summary.json" \
+  --plot "$out/loss.png" --trace "$out/trace.json" "$@"
+echo "outputs: $out/steps.csv, $out/summary.json, $out/loss.png, $out/trace.json, $out/checkpoints/"

@@ -11,11 +11,13 @@
 #include <stdexcept>
 
 #include "collectives/communicator.h"
+#include "trainer/checkpoint/sharded_checkpoint.h"
 #include "trainer/kernels/gemm.h"
 #include "trainer/kernels/gemm_bf16.h"
 #include "trainer/parallel/parallel_checkpoint.h"
 #include "trainer/parallel/parallel_trainer.h"
 #include "trainer/program/gemm_setup.h"
+#include "trainer/program/sampling.h"
 #include "trainer/program/step_engine.h"
 
 namespace megascale::trainer {
@@ -118,7 +120,16 @@ class ParallelEngine final : public StepEngine {
     std::cout << "trace: " << options_.trace << " (" << options_.trace_steps << " steps of " << world_->size()
               << " ranks; open in ui.perfetto.dev or chrome://tracing)\n";
   }
-  std::string sample(const TrainingData&, Random&, int64_t) override { return ""; }
+  // The whole model, assembled from the run's last checkpoint (no checkpoint directory: no sample).
+  std::string sample(const TrainingData& data, Random& random, int64_t count) override {
+    if (options_.checkpoint_dir.empty()) return "";
+    Gpt<float> whole(options_.model);
+    const CheckpointReader reader(latestCheckpoint(options_.checkpoint_dir), options_.model, options_.optimizer);
+    std::vector<float> m(static_cast<size_t>(whole.parameterCount())), v(m.size());
+    reader.slice(whole.parameterTable(), whole.parameters(), m.data(), v.data());
+    omp_set_num_threads(omp_get_num_procs());
+    return sampleText(whole, data, random, count);
+  }
 
  private:
   void decideGemm(const TrainOptions& o, std::ostream& log) {
