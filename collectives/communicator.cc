@@ -101,7 +101,7 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
                                                          CommunicatorOptions options) {
   validateRank(rank, nranks);
   log::setRank(rank);
-  noteRanksOnHost(options.local_size);
+  noteRanksOnHost(std::max(options.local_size, static_cast<int>(config::getInt("MEGASCALE_RANKS_SHARING_CORES"))));
   options.transport_options.secret = secret;
   options.node.timeout = options.timeout;
   if (options.transport_options.bind_address.empty()) options.transport_options.bind_address = "127.0.0.1";

@@ -44,6 +44,9 @@ const std::vector<Knob>& knobs() {
        "cross-memory reductions of at least this many bytes per rank write their output with non-temporal stores"},
       {"MEGASCALE_SHM_SPIN_NS", Type::kInt, "50000", "ns", "collectives",
        "busy-wait before sleeping on a futex (ranks <= cores; oversubscribed ranks yield instead)"},
+      {"MEGASCALE_RANKS_SHARING_CORES", Type::kInt, "0", "", "collectives",
+       "ranks that share this machine's cores (0: the ranks on this host); more than the cores makes waiters nap "
+       "instead of yielding (set it when emulated hosts in network namespaces share one machine)"},
       {"MEGASCALE_INLINE_BYTES", Type::kInt, "65536", "bytes", "collectives",
        "shared-memory collectives up to this size run on the calling thread when nothing is queued (0: never)"},
       {"MEGASCALE_KERNELS", Type::kString, "auto", "", "collectives",

@@ -37,7 +37,7 @@ struct TrainOptions {
   int tp = 1, pp = 1, virtual_stages = 1, micro_batches = 1;
   std::string overlap = "tp,pp,dp";  // which communication overlaps compute: a subset of tp,pp,dp, or none
   int tp_chunks = 4;                 // pieces of each TP all-gather / reduce-scatter (with tp overlap)
-  int64_t bucket_params = 1 << 20;   // parameters per DP gradient bucket
+  int64_t bucket_params = 1 << 18;   // parameters per DP gradient bucket (about a layer of the main job)
   std::string trace;                 // Chrome/Perfetto trace of every rank (written by world rank 0)
   int64_t trace_steps = 3;           // steps the trace keeps, from the second on
 

@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""PyTorch DistributedDataParallel (gloo) training the same GPT as megascale-train (bench/trainer/torch_gpt.py)
+on the same global batch, one process per rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the caller).
+DDP overlaps its bucketed all-reduce with backward. Steps are timed normally and under no_sync() (no gradient
+communication), so step - no_sync step is DDP's exposed communication. Rank 0 prints one JSON line."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "trainer"))
+from torch_gpt import Gpt  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for name, default in (("layers", 4), ("d-model", 256), ("heads", 4), ("seq-len", 128), ("batch-size", 16),
+                          ("vocab", 256), ("window", 64), ("steps", 8), ("warmup-steps", 2), ("threads", 1)):
+        p.add_argument("--" + name, type=int, default=default)
+    p.add_argument("--block", default="parallel")
+    a = p.parse_args()
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    torch.set_num_threads(a.threads)
+    model = DistributedDataParallel(Gpt(a))
+    decay = [q for q in model.parameters() if q.dim() >= 2]
+    rest = [q for q in model.parameters() if q.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    per_rank = a.batch_size // world
+    gen = torch.Generator().manual_seed(rank)
+    data = torch.randint(0, a.vocab, (per_rank, a.seq_len + 1), generator=gen)
+    inputs, targets = data[:, :-1], data[:, 1:]
+
+    def step(sync):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        if sync:
+            model(inputs, targets).backward()
+        else:
+            with model.no_sync():
+                model(inputs, targets).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return time.perf_counter() - t0
+
+    for _ in range(a.warmup_steps):
+        step(True)
+    dist.barrier()
+    synced = sum(step(True) for _ in range(a.steps)) / a.steps
+    dist.barrier()
+    local = sum(step(False) for _ in range(a.steps)) / a.steps
+    times = torch.tensor([synced, local])
+    dist.all_reduce(times, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
+    if rank == 0:
+        print(json.dumps({"tokens_per_s": a.batch_size * a.seq_len / times[0].item(), "step_s": times[0].item(),
+                          "no_sync_step_s": times[1].item(),
+                          "exposed_comm_s": max(0.0, times[0].item() - times[1].item()), "world": world,
+                          "torch": torch.__version__}))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
