@@ -36,9 +36,11 @@ run_ours() {
   local store=$!
   sleep 0.3
   for ((i = 0; i < hosts; i++)); do
-    MEGASCALE_RANKS_SHARING_CORES=$hosts MEGASCALE_JOB_SECRET=$secret MEGASCALE_TIMEOUT_MS=120000 ip netns exec "${EMU_TAG}h$i" "$build/launcher/megascale-run" \
+    # Host i runs on core i mod cores: emulated hosts get cores of their own while there are enough.
+    MEGASCALE_RANKS_SHARING_CORES=$hosts MEGASCALE_JOB_SECRET=$secret MEGASCALE_TIMEOUT_MS=120000 \
+      ip netns exec "${EMU_TAG}h$i" taskset -c $((i % cores)) "$build/launcher/megascale-run" \
       --store "tcp://$(host_addr 0):$port" --job-id "ab$run" --world-size "$hosts" --rank-offset "$i" -n 1 \
-      "$build/trainer/megascale-train" "${model[@]}" --threads "$(( cores / hosts > 0 ? cores / hosts : 1 ))" \
+      "$build/trainer/megascale-train" "${model[@]}" --threads 1 \
       --overlap "$overlap" --summary-json "$out/$name.json" --csv "$out/$name.csv" "$@" > "$out/$name.$i.log" 2>&1 &
     pids+=($!)
   done

@@ -28,7 +28,11 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
-    model = DistributedDataParallel(Gpt(a))
+    gpt = Gpt(a)
+    # The attention masks are constant bool buffers, which gloo cannot broadcast; every rank builds them alike.
+    DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+        gpt, [name for name, _ in gpt.named_buffers()])
+    model = DistributedDataParallel(gpt)
     decay = [q for q in model.parameters() if q.dim() >= 2]
     rest = [q for q in model.parameters() if q.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
