@@ -13,7 +13,12 @@ void PipelineShape::validate() const {
   if (micro_batches < 1) {
     throw std::invalid_argument("--micro-batches must be at least 1 (got " + std::to_string(micro_batches) + ")");
   }
+  if (extra_warmup < 0) {
+    throw std::invalid_argument("--pp-extra-warmup must be at least 0 (got " + std::to_string(extra_warmup) + ")");
+  }
   if (virtual_stages > 1) {
+    // More forwards up front would break the interleaved order's groups of P micro-batches.
+    if (extra_warmup > 0) throw std::invalid_argument("--pp-extra-warmup needs --virtual-stages 1");
     if (stages < 2) throw std::invalid_argument("--virtual-stages > 1 needs at least 2 pipeline stages");
     if (micro_batches % stages != 0) {
       throw std::invalid_argument("interleaved 1F1B needs --micro-batches (" + std::to_string(micro_batches) +
@@ -50,7 +55,7 @@ std::vector<Compute> computeOrder(const PipelineShape& s, int rank) {
   const int p = s.stages, v = s.virtual_stages, m = s.micro_batches;
   std::vector<Compute> order;
   if (v == 1) {
-    const int warmup = std::min(p - rank - 1, m);
+    const int warmup = std::min((p - rank - 1) * (1 + s.extra_warmup), m);
     for (int i = 0; i < warmup; ++i) order.push_back({true, i, 0});
     for (int i = 0; i < m - warmup; ++i) {
       order.push_back({true, warmup + i, 0});

@@ -18,6 +18,10 @@ struct PipelineShape {
   int stages = 1;          // P: pipeline ranks
   int virtual_stages = 1;  // V: model chunks per rank (interleaved 1F1B when > 1)
   int micro_batches = 1;   // M per step (interleaved: a multiple of P)
+  // Eager 1F1B: E more forwards in flight per downstream stage than Megatron's warm-up, so a transfer's
+  // latency hides behind computing instead of sitting on the round trip to the last stage. Each hides up to
+  // (forward + backward) / 2 of hop latency; each costs a micro-batch of activation memory per stage.
+  int extra_warmup = 0;
   /// Throws std::invalid_argument naming the offending value.
   void validate() const;
 };

@@ -41,6 +41,7 @@ ParallelConfig parallelConfig(const TrainOptions& o, std::chrono::milliseconds t
   p.pp = o.pp;
   p.virtual_stages = o.virtual_stages;
   p.micro_batches = o.micro_batches;
+  p.pp_extra_warmup = o.pp_extra_warmup;
   p.overlap_tp = o.overlaps("tp");
   p.overlap_pp = o.overlaps("pp");
   p.overlap_dp = o.overlaps("dp");

@@ -109,6 +109,8 @@ const std::vector<Option>& options() {
       INT_OPTION("virtual-stages", virtual_stages, "model chunks per pipeline rank (interleaved 1F1B when > 1)"),
       INT_OPTION("micro-batches", micro_batches, "micro-batches per step and data-parallel rank"),
       TEXT_OPTION("overlap", overlap, "communication overlapped with compute: any of tp,pp,dp, or none"),
+      INT_OPTION("pp-extra-warmup", pp_extra_warmup,
+                 "extra forwards in flight per downstream stage to hide transfer latency; -1 = auto"),
       INT_OPTION("tp-chunks", tp_chunks, "pieces each TP all-gather / reduce-scatter is cut into"),
       INT_OPTION("bucket-params", bucket_params, "parameters per data-parallel gradient bucket"),
       TEXT_OPTION("trace", trace, "write a Chrome/Perfetto trace of every rank here"),
@@ -190,6 +192,12 @@ TrainOptions parseTrainOptions(int argc, char** argv, bool& help) {
   if (o.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
   if (o.tp < 1 || o.pp < 1 || o.virtual_stages < 1 || o.micro_batches < 1) {
     throw std::invalid_argument("--tp, --pp, --virtual-stages and --micro-batches must be at least 1");
+  }
+  if (o.pp_extra_warmup < -1) throw std::invalid_argument("--pp-extra-warmup must be -1 (auto) or at least 0");
+  if (o.pp_extra_warmup == -1) o.pp_extra_warmup = o.overlaps("pp") && o.virtual_stages == 1 ? 1 : 0;
+  if (o.pp_extra_warmup > 0 && !o.overlaps("pp")) {
+    // Without pp overlap a send waits where it is issued, for a receive the peer posts only later.
+    throw std::invalid_argument("--pp-extra-warmup needs pp in --overlap");
   }
   if (o.tp_chunks < 1) throw std::invalid_argument("--tp-chunks must be at least 1");
   if (o.bucket_params < 1) throw std::invalid_argument("--bucket-params must be at least 1");

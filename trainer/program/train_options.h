@@ -37,6 +37,9 @@ struct TrainOptions {
   int tp = 1, pp = 1, virtual_stages = 1, micro_batches = 1;
   std::string overlap = "tp,pp,dp";  // which communication overlaps compute: a subset of tp,pp,dp, or none
   int tp_chunks = 4;                 // pieces of each TP all-gather / reduce-scatter (with tp overlap)
+  // Extra forwards in flight per downstream pipeline stage (eager 1F1B); -1 = 1 with pp overlap and plain
+  // 1F1B, else 0.
+  int pp_extra_warmup = -1;
   int64_t bucket_params = 1 << 18;   // parameters per DP gradient bucket (about a layer of the main job)
   std::string trace;                 // Chrome/Perfetto trace of every rank (written by world rank 0)
   int64_t trace_steps = 3;           // steps the trace keeps, from the second on

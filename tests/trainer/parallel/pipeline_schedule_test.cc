@@ -26,8 +26,8 @@ struct Simulation {
 };
 
 // Runs all ranks' schedules; forward costs tf / V and backward tb / V per chunk (a rank's V chunks together
-// hold one stage's worth of layers).
-Simulation simulate(const PipelineShape& shape, double tf, double tb) {
+// hold one stage's worth of layers); a message arrives `hop` after it is sent.
+Simulation simulate(const PipelineShape& shape, double tf, double tb, double hop = 0) {
   using Link = std::tuple<int, int, bool>;  // sender, receiver, gradient
   const int p = shape.stages;
   std::vector<std::vector<PipeAction>> plan;
@@ -93,7 +93,7 @@ Simulation simulate(const PipelineShape& shape, double tf, double tb) {
         } else {
           const bool gradient = a.op == PipeOp::kSendGradient;
           const StagePeer to = gradient ? previousStage(shape, r, a.chunk) : nextStage(shape, r, a.chunk);
-          sent[{r, to.rank, gradient}].push_back({a.micro_batch, to.chunk, now});
+          sent[{r, to.rank, gradient}].push_back({a.micro_batch, to.chunk, now + hop});
         }
         ++i;
         progress = true;
@@ -131,9 +131,11 @@ TEST(PipelineSchedule, EveryShapeRunsToTheEndWithMatchedLinks) {
       std::vector<int> micro = {p, 2 * p, 3 * p};
       if (v == 1) micro.insert(micro.end(), {1, 3, 7});
       for (int m : micro) {
-        const PipelineShape shape{p, v, m};
-        const Simulation sim = simulate(shape, 1.0, 2.0);
-        EXPECT_TRUE(sim.finished) << "P" << p << " V" << v << " M" << m << ": " << sim.error;
+        for (int extra = 0; extra <= (v == 1 ? 2 : 0); ++extra) {
+          const PipelineShape shape{p, v, m, extra};
+          const Simulation sim = simulate(shape, 1.0, 2.0, 0.7);
+          EXPECT_TRUE(sim.finished) << "P" << p << " V" << v << " M" << m << " E" << extra << ": " << sim.error;
+        }
       }
     }
   }
@@ -165,12 +167,33 @@ TEST(PipelineSchedule, InterleavingShrinksTheBubble) {
   }
 }
 
+TEST(PipelineSchedule, EagerWarmupHidesHopLatencyUpToHalfAComputeCycle) {
+  for (int p = 2; p <= 5; ++p) {
+    for (int m : {p, 2 * p, 8}) {
+      for (double hop : {0.5, 1.5}) {  // up to (forward + backward) / 2
+        const double ideal = (m + p - 1) * 3.0;
+        const Simulation plain = simulate({p, 1, m}, 1.0, 2.0, hop);
+        const Simulation eager = simulate({p, 1, m, 1}, 1.0, 2.0, hop);
+        ASSERT_TRUE(eager.finished) << eager.error;
+        // Only the fill's and the drain's hops remain: 2 (P - 1) of them.
+        EXPECT_DOUBLE_EQ(eager.makespan, ideal + 2 * (p - 1) * hop) << "P" << p << " M" << m << " hop " << hop;
+        if (m > p) {
+          EXPECT_LT(eager.makespan, plain.makespan) << "P" << p << " M" << m;
+        }
+        for (int r = 0; r < p; ++r) EXPECT_LE(eager.peak_live[static_cast<size_t>(r)], std::min(2 * (p - r) - 1, m));
+      }
+    }
+  }
+}
+
 TEST(PipelineSchedule, BadShapesAreRefusedWithTheValue) {
   EXPECT_THROW(pipelineSchedule({0, 1, 1}, 0), std::invalid_argument);
   EXPECT_THROW(pipelineSchedule({2, 1, 0}, 0), std::invalid_argument);
   EXPECT_THROW(pipelineSchedule({1, 2, 2}, 0), std::invalid_argument);  // interleaving needs 2+ stages
   EXPECT_THROW(pipelineSchedule({4, 2, 6}, 0), std::invalid_argument);  // M not a multiple of P
   EXPECT_THROW(pipelineSchedule({2, 1, 2}, 2), std::invalid_argument);
+  EXPECT_THROW(pipelineSchedule({2, 1, 2, -1}, 0), std::invalid_argument);
+  EXPECT_THROW(pipelineSchedule({2, 2, 4, 1}, 0), std::invalid_argument);  // eager warm-up is for plain 1F1B
 }
 
 }  // namespace
