@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 steps=${2:-14}
+# Micro-batches of one sequence and eager 1F1B 2 deep: a hop then takes about a micro-batch's forward +
+# backward at the calibrated rate, which 2 extra forwards in flight hide; only the fill's and drain's hops stay.
+pp_extra_warmup=${PP_EXTRA_WARMUP:-2}
 source testbed/emulated_hosts.sh
 out=$(mktemp -d)
 trap 'hosts_down; rm -rf "$out"' EXIT
@@ -27,6 +30,7 @@ run=0
 run_ours() {
   local hosts=$1 name=$2 overlap=$3 i pids=() port
   shift 3
+  [[ ",$overlap," != *,pp,* ]] || set -- "$@" --pp-extra-warmup "$pp_extra_warmup"
   run=$((run + 1))
   port=$((31000 + run))
   local secret
@@ -73,7 +77,8 @@ step_s() { median "$1" step_seconds; }
 echo "megascale parallel ablation (MegaScale Table 3) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cores cores"
 echo "GEMM: ours-avx512 for every run; model: ${model[*]:0:12}"
 for hosts in ${HOSTS:-2 4}; do
-  if [ "$hosts" = 2 ]; then layout=(--pp 2 --micro-batches 4); desc="pp2 x dp1"; else layout=(--pp 2 --micro-batches 4); desc="pp2 x dp2"; fi
+  if [ "$hosts" = 2 ]; then desc="pp2 x dp1" micro=16; else desc="pp2 x dp2" micro=8; fi
+  layout=(--pp 2 --micro-batches "$micro")
   hosts_down
   hosts_up "$hosts"
   hosts_rate none
@@ -93,25 +98,30 @@ for hosts in ${HOSTS:-2 4}; do
     rate=$(/usr/bin/python3 -c "print(max(10, int($rate * (0.5 if $share < 0.3 else 1.6))))")
   done
   echo
-  echo "$hosts emulated hosts, one rank each ($desc, 4 micro-batches), links ${rate} Mbit/s"
-  printf "  %-22s %10s %10s %14s %12s\n" overlap "step ms" "tokens/s" "exposed ms" "vs ideal"
-  base_exposed=""
+  echo "$hosts emulated hosts, one rank each ($desc, $micro micro-batches), links ${rate} Mbit/s"
+  # "over ideal" = step - compute-only step: every cost of communicating, the CPU the transfers take included;
+  # "exposed (timers)" = the reporting rank's waits beyond the compute-only run's (those are pipeline bubble).
+  printf "  %-22s %10s %10s %16s %14s %10s\n" overlap "step ms" "tokens/s" "exposed (timers)" "over ideal ms" "vs ideal"
+  base_exposed="" base_over=""
   for row in "none:none" "+DP:dp" "+DP+PP:dp,pp" "+TP (no TP across hosts):dp,pp,tp" "all:tp,pp,dp"; do
     label=${row%%:*} overlap=${row#*:}
     run_ours "$hosts" "row$hosts.$overlap" "$overlap" "${layout[@]}"
     json=$RESULT
     step=$(step_s "$json")
     exposed=$(/usr/bin/python3 -c "print(max(0.0, $(median "$json" waits) - $ideal_wait))")
-    [ -n "$base_exposed" ] || base_exposed=$exposed
-    printf "  %-22s %10.1f %10.0f %14.1f %11.2fx\n" "$label" "$(python3 -c "print($step*1e3)")" \
+    over=$(/usr/bin/python3 -c "print(max(0.0, $step - $ideal_step))")
+    [ -n "$base_exposed" ] || base_exposed=$exposed base_over=$over
+    printf "  %-22s %10.1f %10.0f %16.1f %14.1f %9.2fx\n" "$label" "$(python3 -c "print($step*1e3)")" \
       "$(python3 -c "print($(field "$json" tokens_per_step) / $step)")" "$(python3 -c "print($exposed*1e3)")" \
-      "$(python3 -c "print($step/$ideal_step)")"
-    last_exposed=$exposed last_step=$step
+      "$(python3 -c "print($over*1e3)")" "$(python3 -c "print($step/$ideal_step)")"
+    last_exposed=$exposed last_step=$step last_over=$over
   done
-  printf "  %-22s %10.1f %10.0f %14s %11s\n" "compute only (ideal)" "$(python3 -c "print($ideal_step*1e3)")" \
-    "$(python3 -c "print($(field "$ideal" tokens_per_step) / $ideal_step)")" "-" "1.00x"
-  hidden=$(/usr/bin/python3 -c "print(1 - $last_exposed / $base_exposed if $base_exposed > 0 else 0)")
+  printf "  %-22s %10.1f %10.0f %16s %14s %10s\n" "compute only (ideal)" "$(python3 -c "print($ideal_step*1e3)")" \
+    "$(python3 -c "print($(field "$ideal" tokens_per_step) / $ideal_step)")" "-" "-" "1.00x"
+  hidden=$(/usr/bin/python3 -c "print(1 - $last_over / $base_over if $base_over > 0 else 0)")
+  hidden_timers=$(/usr/bin/python3 -c "print(1 - $last_exposed / $base_exposed if $base_exposed > 0 else 0)")
   over=$(/usr/bin/python3 -c "print($last_step / $ideal_step - 1)")
-  echo "  hidden with every overlap on: $(python3 -c "print(f'{$hidden:.0%}')") of the exposed communication (target >= 70%);" \
+  echo "  hidden with every overlap on: $(python3 -c "print(f'{$hidden:.0%}')") of the time over compute-only" \
+       "(timers: $(python3 -c "print(f'{$hidden_timers:.0%}')") of the exposed waits; target >= 70%);" \
        "step $(python3 -c "print(f'{$over:+.0%}')") vs compute only (target <= +15%)"
 done

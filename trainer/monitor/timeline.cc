@@ -22,6 +22,11 @@ double StepTimes::exposed() const {
   return total;
 }
 
+double StepTimes::compute() const {
+  return forward_s + backward_s + optimizer_s - wait_s[static_cast<int>(Wait::kTensorParallel)] -
+         wait_s[static_cast<int>(Wait::kDataParallel)];
+}
+
 namespace {
 
 double seconds(Timeline::Clock::time_point a, Timeline::Clock::time_point b) {

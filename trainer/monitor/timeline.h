@@ -23,7 +23,8 @@ struct StepTimes {
   int64_t bytes[static_cast<int>(Wait::kCount)] = {};     // bytes this rank sent or reduced, by kind
   double waited(Wait w) const { return wait_s[static_cast<int>(w)]; }
   double exposed() const;                                 // all waits
-  double compute() const { return forward_s + backward_s + optimizer_s - exposed(); }
+  /// The spans less the TP and DP waits inside them (pipeline waits come between the spans).
+  double compute() const;
 };
 
 class Timeline {

@@ -32,17 +32,18 @@ std::vector<float>& PipelineRuntime::buffer(std::map<Key, std::vector<float>>& p
   return b;
 }
 
-PipelineRuntime::Transfer PipelineRuntime::transfer(const PipelineLink& link, bool gradients, bool send, float* data) {
+PipelineRuntime::Transfer PipelineRuntime::transfer(const PipelineLink& link, bool gradients, bool send, float* data,
+                                                     int64_t elements) {
   Communicator& comm = gradients ? *link.gradients : *link.activations;
   const auto issued = Clock::now();
-  return Transfer{comm.pointToPoint({{send, data, static_cast<size_t>(message_elements_), mscFloat32, link.peer}}),
-                  issued};
+  return Transfer{comm.pointToPoint({{send, data, static_cast<size_t>(elements), mscFloat32, link.peer}}), issued};
 }
 
-void PipelineRuntime::wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer) {
+void PipelineRuntime::wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer, bool data) {
   const auto t0 = Clock::now();
   const Status status = transfer.work->wait(timeout_);
-  if (timeline_ != nullptr) {
+  if (timeline_ != nullptr && !data) timeline_->waitSpan(Wait::kPipeline, t0, Clock::now());
+  if (timeline_ != nullptr && data) {
     timeline_->waitSpan(Wait::kPipeline, t0, Clock::now());
     const std::string name = std::string(what) + " " + std::to_string(a.micro_batch) + "." + std::to_string(a.chunk);
     timeline_->communicationSpan(Wait::kPipeline, name, transfer.issued, transfer.work->finishedAt(),
@@ -64,6 +65,26 @@ std::optional<PipelineRuntime::Transfer> PipelineRuntime::takeReceive(PipeOp op,
   return t;
 }
 
+void PipelineRuntime::acknowledge(const PipelineLink& link, bool gradients) {
+  Transfer t = transfer(link, gradients, true, &ack_out_, 1);
+  const Status status = t.work->wait(timeout_);
+  if (!status.isOk()) {
+    throw Error(status.code(), "pipeline acknowledgement to peer world rank " + std::to_string(link.peer_global) +
+                                   " (world rank " + std::to_string(groups_.world->rank()) + "): " + status.message());
+  }
+}
+
+void PipelineRuntime::waitDelivered() {
+  for (auto& [t, action] : sends_) {
+    const bool gradient = action.op == PipeOp::kSendGradient;
+    const PipelineLink& link = gradient ? groups_.previous : groups_.next;
+    const char* what = gradient ? "send of a gradient" : "send of an activation";
+    wait(t, what, action, link.peer_global);
+    if (!overlap_) wait(transfer(link, gradient, false, &ack_in_, 1), what, action, link.peer_global, false);
+  }
+  sends_.clear();
+}
+
 double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_batch, float loss_scale,
                             ZeroOptimizer* zero) {
   const int rank = groups_.me.pp;
@@ -72,7 +93,8 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
     const bool gradient = op == PipeOp::kRecvGradient;
     const PipelineLink& link = gradient ? groups_.next : groups_.previous;
     auto& pool = gradient ? gradients_in_ : activations_in_;
-    receives_[{static_cast<int>(op), a.micro_batch, a.chunk}] = transfer(link, gradient, false, buffer(pool, a).data());
+    receives_[{static_cast<int>(op), a.micro_batch, a.chunk}] =
+        transfer(link, gradient, false, buffer(pool, a).data(), message_elements_);
   };
   // A compute's input: posted earlier (overlap) or now, and waited for.
   const auto input = [&](PipeOp op, const PipeAction& a) -> float* {
@@ -82,15 +104,19 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
       post(op, a);
       t = takeReceive(op, a);
     }
-    wait(*t, gradient ? "receive of a gradient" : "receive of an activation", a,
-         (gradient ? groups_.next : groups_.previous).peer_global);
+    const PipelineLink& link = gradient ? groups_.next : groups_.previous;
+    wait(*t, gradient ? "receive of a gradient" : "receive of an activation", a, link.peer_global);
+    if (!overlap_) {
+      acknowledge(link, gradient);
+      waitDelivered();
+    }
     return buffer(gradient ? gradients_in_ : activations_in_, a).data();
   };
   const auto send = [&](bool gradient, const PipeAction& a) {
     const PipelineLink& link = gradient ? groups_.previous : groups_.next;
-    Transfer t = transfer(link, gradient, true, buffer(gradient ? gradients_out_ : activations_out_, a).data());
-    if (overlap_) sends_.emplace_back(std::move(t), a);
-    else wait(t, gradient ? "send of a gradient" : "send of an activation", a, link.peer_global);
+    sends_.emplace_back(transfer(link, gradient, true, buffer(gradient ? gradients_out_ : activations_out_, a).data(),
+                                 message_elements_),
+                        a);
   };
 
   for (const PipeAction& a : schedule_) {
@@ -111,6 +137,7 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
           in.targets = tokens.targets;
         }
         if (!first) in.activations = input(PipeOp::kRecvActivation, a);
+        else if (!overlap_) waitDelivered();
         const auto t0 = Clock::now();
         loss += chunk.forwardStage(a.micro_batch, in, last ? nullptr : buffer(activations_out_, a).data());
         if (timeline_ != nullptr) timeline_->computeSpan(describe({a}), t0, Clock::now(), false);
@@ -118,6 +145,7 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
       }
       case PipeOp::kBackward: {
         const float* output_grad = last ? nullptr : input(PipeOp::kRecvGradient, a);
+        if (last && !overlap_) waitDelivered();
         if (zero != nullptr) zero->setFinalBackward(a.micro_batch == shape_.micro_batches - 1);
         const auto t0 = Clock::now();
         chunk.backwardStage(a.micro_batch, output_grad, first ? nullptr : buffer(gradients_out_, a).data());
@@ -133,12 +161,7 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
         break;
     }
   }
-  for (auto& [t, action] : sends_) {
-    const bool gradient = action.op == PipeOp::kSendGradient;
-    wait(t, gradient ? "send of a gradient" : "send of an activation", action,
-         (gradient ? groups_.previous : groups_.next).peer_global);
-  }
-  sends_.clear();
+  waitDelivered();
   return loss;
 }
 

@@ -1,7 +1,10 @@
 // Runs one step of a pipeline schedule on this rank's model chunks: forwards and backwards in the schedule's
 // order, activations and their gradients over the pipeline links. With overlap on, receives are posted when
 // the schedule says (one compute step ahead) and sends complete in the background while the next step
-// computes; with it off, each transfer is waited for where it is issued.
+// computes. With it off, no transfer overlaps a compute: a receive is posted when its compute needs it, and a
+// send is waited for, with the receiver's acknowledgement, before this rank computes again (after the next
+// compute's receive, as Megatron pairs send_forward with recv_backward, or 1F1B would deadlock). The
+// acknowledgement makes "waited for" mean delivered, not just handed to the kernel's socket buffer.
 #pragma once
 
 #include <chrono>
@@ -50,9 +53,12 @@ class PipelineRuntime {
   };
 
   std::vector<float>& buffer(std::map<Key, std::vector<float>>& pool, const PipeAction& a);
-  Transfer transfer(const PipelineLink& link, bool gradients, bool send, float* data);
-  void wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer);
+  Transfer transfer(const PipelineLink& link, bool gradients, bool send, float* data, int64_t elements);
+  /// data: the transfer carries a message (timed as communication, with bytes), not an acknowledgement.
+  void wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer, bool data = true);
   std::optional<Transfer> takeReceive(PipeOp op, const PipeAction& a);
+  void acknowledge(const PipelineLink& link, bool gradients);
+  void waitDelivered();
 
   PipelineShape shape_;
   const ProcessGroups& groups_;
@@ -65,6 +71,7 @@ class PipelineRuntime {
   std::map<Key, std::vector<float>> activations_out_, activations_in_, gradients_out_, gradients_in_;
   std::map<std::tuple<int, int, int>, Transfer> receives_;  // (op, micro-batch, chunk)
   std::vector<std::pair<Transfer, PipeAction>> sends_;
+  float ack_out_ = 1, ack_in_ = 0;
   Timeline* timeline_ = nullptr;
 };
 

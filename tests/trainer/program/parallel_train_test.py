@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""megascale-train as real processes under megascale-run, for every layout with T, P, D in {1, 2} plus tp4 and
-pp4 with two virtual stages: 10 fp32 steps give per-step losses within 1e-5 (relative) of the single-process
-run of the same model, batch and data, and final weights within 1e-4 (read from the checkpoints); each layout
+"""megascale-train as real processes under megascale-run, for every layout with T, P, D in {1, 2} plus tp4,
+pp4 with two virtual stages, pp2 x dp2 without any overlap and pp4 with eager 1F1B: 10 fp32 steps give
+per-step losses within 1e-5 (relative) of the single-process run of the same model, batch and data, and final weights within 1e-4 (read from the checkpoints); each layout
 run twice gives the same losses bit for bit. A run stopped halfway resumes bit for bit, and its checkpoint
 loads into another layout. Usage: parallel_train_test.py MEGASCALE_RUN MEGASCALE_TRAIN"""
 import json
@@ -17,9 +17,11 @@ import numpy
 failures = []
 MODEL = ["--layers", "8", "--d-model", "32", "--heads", "4", "--seq-len", "16", "--batch-size", "8",
          "--steps", "10", "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes"]
-# (ranks, tp, pp, virtual stages, micro-batches)
-LAYOUTS = [(n_tp * n_pp * n_dp, n_tp, n_pp, 1, 2) for n_tp in (1, 2) for n_pp in (1, 2) for n_dp in (1, 2)]
-LAYOUTS += [(4, 4, 1, 1, 2), (4, 1, 4, 2, 4)]
+# (ranks, tp, pp, virtual stages, micro-batches, more flags)
+LAYOUTS = [(n_tp * n_pp * n_dp, n_tp, n_pp, 1, 2, []) for n_tp in (1, 2) for n_pp in (1, 2) for n_dp in (1, 2)]
+LAYOUTS += [(4, 4, 1, 1, 2, []), (4, 1, 4, 2, 4, [])]
+# No overlap at all (each transfer acknowledged before computing on), and eager 1F1B 2 deep on 4 stages.
+LAYOUTS += [(4, 1, 2, 1, 4, ["--overlap", "none"]), (4, 1, 4, 1, 4, ["--pp-extra-warmup", "2"])]
 
 
 def check(condition, what):
@@ -117,14 +119,14 @@ def main():
         want = csv_losses(f"{tmp}/single.csv")
         want_weights = single_weights(latest(f"{tmp}/single"), 8, 32, 256, 16)
 
-        for ranks, tp, pp, v, micro in LAYOUTS:
-            name = f"tp{tp}_pp{pp}_dp{ranks // (tp * pp)}" + (f"_v{v}" if v > 1 else "")
+        for ranks, tp, pp, v, micro, more in LAYOUTS:
+            name = f"tp{tp}_pp{pp}_dp{ranks // (tp * pp)}" + (f"_v{v}" if v > 1 else "") + "".join(more).replace("-", "_")
             runs = []
             for attempt in (1, 2):
                 ckpt = f"{tmp}/{name}_{attempt}"
                 argv = [launcher, "-n", str(ranks), trainer, *common, "--tp", str(tp), "--pp", str(pp),
                         "--virtual-stages", str(v), "--micro-batches", str(micro), "--csv", f"{ckpt}.csv",
-                        "--checkpoint-dir", ckpt]
+                        "--checkpoint-dir", ckpt, *more]
                 if attempt == 1 and ranks == 8:
                     argv += ["--trace", f"{tmp}/trace.json", "--summary-json", f"{tmp}/summary.json"]
                 rc, out, err = run(argv)
