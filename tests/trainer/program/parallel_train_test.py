@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""megascale-train as real processes under megascale-run, for every layout with T, P, D in {1, 2} plus tp4,
-pp4 with two virtual stages, pp2 x dp2 without any overlap and pp4 with eager 1F1B: 10 fp32 steps give
-per-step losses within 1e-5 (relative) of the single-process run of the same model, batch and data, and final weights within 1e-4 (read from the checkpoints); each layout
-run twice gives the same losses bit for bit. A run stopped halfway resumes bit for bit, and its checkpoint
-loads into another layout. Usage: parallel_train_test.py MEGASCALE_RUN MEGASCALE_TRAIN"""
+"""megascale-train as real processes under megascale-run, for every layout with T, P, D in {1, 2} plus tp4, pp4
+with two virtual stages, pp2 x dp2 without any overlap and pp4 with eager 1F1B: 10 fp32 steps give per-step
+losses within 1e-5 (relative) of the single-process run of the same model, batch and data, and final weights
+within 1e-4 (read from the checkpoints); each layout run twice gives the same losses bit for bit. A run
+stopped halfway resumes bit for bit, and its checkpoint loads into another layout.
+Usage: parallel_train_test.py MEGASCALE_RUN MEGASCALE_TRAIN"""
 import json
 import os
 import random
