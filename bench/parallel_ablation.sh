@@ -10,8 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 steps=${2:-14}
-# Micro-batches of one sequence and eager 1F1B 2 deep: a hop then takes about a micro-batch's forward +
-# backward at the calibrated rate, which 2 extra forwards in flight hide; only the fill's and drain's hops stay.
+# Micro-batches of one sequence (as many as a pipeline needs to amortize its fill and drain) and eager 1F1B 2
+# deep: a hop then takes about a micro-batch's forward + backward at the calibrated rate, which 2 extra
+# forwards in flight hide; only the fill's and drain's hops stay.
 pp_extra_warmup=${PP_EXTRA_WARMUP:-2}
 source testbed/emulated_hosts.sh
 out=$(mktemp -d)
@@ -22,7 +23,7 @@ text=$out/text.txt
 if [ -r /usr/share/doc/jargon-text/jargon.txt.gz ]; then zcat /usr/share/doc/jargon-text/jargon.txt.gz > "$text"
 else /usr/bin/python3 -c "import random; random.seed(1); print(' '.join(random.choice(['alpha','beta','gamma']) for _ in range(400000)))" > "$text"; fi
 cores=$(nproc)
-model=(--layers 4 --d-model 256 --heads 4 --seq-len 128 --window 64 --batch-size 16 --tokenizer bytes
+model=(--layers 4 --d-model 256 --heads 4 --seq-len 128 --window 64 --batch-size 32 --tokenizer bytes
        --steps "$steps" --lr 1e-3 --warmup 2 --gemm ours-avx512 --log-every 1000 --data "$text")
 run=0
 
@@ -77,7 +78,7 @@ step_s() { median "$1" step_seconds; }
 echo "megascale parallel ablation (MegaScale Table 3) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cores cores"
 echo "GEMM: ours-avx512 for every run; model: ${model[*]:0:12}"
 for hosts in ${HOSTS:-2 4}; do
-  if [ "$hosts" = 2 ]; then desc="pp2 x dp1" micro=16; else desc="pp2 x dp2" micro=8; fi
+  if [ "$hosts" = 2 ]; then desc="pp2 x dp1" micro=32; else desc="pp2 x dp2" micro=16; fi
   layout=(--pp 2 --micro-batches "$micro")
   hosts_down
   hosts_up "$hosts"

@@ -23,6 +23,8 @@ def main():
                           ("vocab", 256), ("window", 64), ("steps", 8), ("warmup-steps", 2), ("threads", 1)):
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--block", default="parallel")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="bf16: autocast (bf16 GEMMs, fp32 weights and gradients), PyTorch's mixed precision")
     a = p.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -45,11 +47,12 @@ def main():
     def step(sync):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        if sync:
-            model(inputs, targets).backward()
-        else:
-            with model.no_sync():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            if sync:
                 model(inputs, targets).backward()
+            else:
+                with model.no_sync():
+                    model(inputs, targets).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return time.perf_counter() - t0
