@@ -41,6 +41,9 @@ hosts_up() {
     ip -n "${EMU_TAG}h$i" addr add "$(host_addr "$i")/24" dev "${EMU_TAG}v$i"
     ip -n "${EMU_TAG}h$i" link set "${EMU_TAG}v$i" mtu "$EMU_MTU" up
     ip -n "${EMU_TAG}h$i" link set lo up
+    # A training step's transfers come in bursts with idle gaps; restarting slow start after each gap (the
+    # kernel's default) makes a transfer's time depend on the gap before it. Clusters tuned for this turn it off.
+    ip netns exec "${EMU_TAG}h$i" sysctl -qw net.ipv4.tcp_slow_start_after_idle=0
   done
 }
 
