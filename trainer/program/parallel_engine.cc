@@ -95,6 +95,9 @@ class ParallelEngine final : public StepEngine {
       << (hosts_ > 1 ? "s" : "") << ", " << threads_ << " threads each), " << options_.micro_batches
       << " micro-batches of " << trainer_->microBatchSize();
     if (options_.virtual_stages > 1) s << ", interleaved 1F1B with " << options_.virtual_stages << " virtual stages";
+    if (options_.pp > 1 && options_.pp_extra_warmup > 0) {
+      s << ", eager 1F1B (" << options_.pp_extra_warmup << " more in flight per downstream stage)";
+    }
     s << ", overlap " << options_.overlap << "\nmemory on the reporting rank: " << local_parameters_
       << " parameters; ZeRO-2 optimizer state " << trainer_->optimizer().optimizerStateBytes()
       << " bytes and master weights " << trainer_->optimizer().masterWeightBytes() << " bytes ("
