@@ -1,6 +1,7 @@
 #include "trainer/model/gpt.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,7 @@ Gpt<T>::Gpt(const ModelConfig& config, const ModelSlice& slice, TensorParallelGr
   grads_.assign(static_cast<size_t>(count), T(0));
   bindParameters(params_.data(), table_, config_, slice_, p_, lp_);
   bindParameters(grads_.data(), table_, config_, slice_, g_, lg_);
+  for (size_t l = 0; l < lp_.size(); ++l) layer_ranges_.push_back(layerRanges(static_cast<int64_t>(l)));
 }
 
 template <typename T>
@@ -80,27 +82,37 @@ void Gpt<T>::checkTokens(const int32_t* tokens, int64_t count, const char* what)
 }
 
 template <typename T>
-typename Gpt<T>::ParamRange Gpt<T>::layerRange(int64_t local_layer) const {
+typename Gpt<T>::ParamRange Gpt<T>::tensorRange(int64_t local_layer, const std::string& first,
+                                                const std::string& last) const {
   const std::string prefix = "layers." + std::to_string(slice_.first_layer + local_layer) + ".";
   ParamRange r{-1, -1};
   for (const auto& spec : table_) {
-    if (spec.name.rfind(prefix, 0) != 0) continue;
-    if (r.begin < 0) r.begin = spec.offset;
-    r.end = spec.offset + spec.size();
+    if (spec.name == prefix + first) r.begin = spec.offset;
+    if (spec.name == prefix + last) r.end = spec.offset + spec.size();
   }
+  if (r.begin < 0 || r.end < r.begin) throw std::logic_error("no tensors " + prefix + first + ".." + last);
   return r;
 }
 
 template <typename T>
+typename Gpt<T>::LayerRanges Gpt<T>::layerRanges(int64_t local_layer) const {
+  const bool serial = config_.block == BlockKind::kSerial;
+  return LayerRanges{tensorRange(local_layer, "ln1.weight", "qkv.bias"),
+                     tensorRange(local_layer, "proj.weight", "proj.bias"),
+                     tensorRange(local_layer, serial ? "ln2.weight" : "fc.weight", "fc.bias"),
+                     tensorRange(local_layer, "fcproj.weight", "fcproj.bias")};
+}
+
+template <typename T>
 typename Gpt<T>::ParamRange Gpt<T>::frontRange() const {
-  return ParamRange{0, lp_.empty() ? 0 : layerRange(0).begin};
+  return ParamRange{0, lp_.empty() ? 0 : layer_ranges_.front().qkv.begin};
 }
 
 template <typename T>
 typename Gpt<T>::ParamRange Gpt<T>::headRange() const {
   const int64_t total = trainer::parameterCount(table_);
   if (!slice_.hasHead(config_)) return ParamRange{total, total};
-  return ParamRange{lp_.empty() ? total : layerRange(static_cast<int64_t>(lp_.size()) - 1).end, total};
+  return ParamRange{lp_.empty() ? total : layer_ranges_.back().fcproj.end, total};
 }
 
 template <typename T>
@@ -111,7 +123,14 @@ std::vector<typename Gpt<T>::ParamRange> Gpt<T>::gradientOrder() const {
   };
   add(headRange());
   if (!slice_.hasEmbedding()) add(frontRange());  // the head's copy of wte is done with the head
-  for (int64_t l = static_cast<int64_t>(lp_.size()) - 1; l >= 0; --l) add(layerRange(l));
+  // As backwardLayer finishes them: the serial block's MLP before its attention, the parallel block's two
+  // row-parallel GEMMs before its two column-parallel ones.
+  const bool serial = config_.block == BlockKind::kSerial;
+  for (auto r = layer_ranges_.rbegin(); r != layer_ranges_.rend(); ++r) {
+    const std::array<ParamRange, 4> parts = serial ? std::array{r->fcproj, r->fc, r->proj, r->qkv}
+                                                   : std::array{r->fcproj, r->proj, r->fc, r->qkv};
+    for (const ParamRange& part : parts) add(part);
+  }
   if (slice_.hasEmbedding()) add(frontRange());
   return order;
 }

@@ -70,8 +70,9 @@ class Gpt {
   /// Sums the gradients of the tensors every TP rank holds whole (LayerNorms, row-parallel biases,
   /// embeddings) across the group: each rank computed them on its own token rows.
   void reduceTensorParallelGradients();
-  /// A run [begin, end) of the flat parameter (and gradient) buffer: a layer's tensors, the embedding's, the
-  /// head's. The data-parallel optimizer hangs its buckets on these.
+  /// A run [begin, end) of the flat parameter (and gradient) buffer: the tensors one GEMM of a layer reads (with
+  /// the LayerNorm before it), the embedding's, the head's. The data-parallel optimizer hangs its buckets on
+  /// these: the finer they are, the sooner the first gather lands and the last reduction leaves.
   struct ParamRange {
     int64_t begin = 0, end = 0;
     bool operator==(const ParamRange&) const = default;
@@ -150,7 +151,13 @@ class Gpt {
   const bf16* roundedWeight(const T* w) const { return weights_b_.data() + (w - params_.data()); }
   bool halfPrecision() const { return precision_ == Precision::kBf16; }
 
-  ParamRange layerRange(int64_t local_layer) const;
+  // A layer's ranges: ln1 + qkv, proj, (ln2 +) fc, fcproj; contiguous in the table in this order.
+  struct LayerRanges {
+    ParamRange qkv, proj, fc, fcproj;
+  };
+  LayerRanges layerRanges(int64_t local_layer) const;
+  // The tensors of one layer whose names (after "layers.N.") run from `first` to `last` in the table.
+  ParamRange tensorRange(int64_t local_layer, const std::string& first, const std::string& last) const;
   ParamRange frontRange() const;  // wte (and wpe) at the front of the table
   ParamRange headRange() const;   // lnf at the end (empty without the head)
   void beforeUse(ParamRange r) {
@@ -168,6 +175,7 @@ class Gpt {
   std::vector<T> params_, grads_;
   GlobalParams<T> p_{}, g_{};
   std::vector<LayerParams<T>> lp_, lg_;
+  std::vector<LayerRanges> layer_ranges_;
   std::vector<Activations<T>> slots_;
   BackwardScratch<T> scratch_;
   std::vector<T> replicated_grads_;  // reduceTensorParallelGradients' packing buffer

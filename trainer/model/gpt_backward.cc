@@ -60,7 +60,6 @@ void Gpt<T>::backwardStage(int index, const T* output_grad, T* input_grad) {
   }
   for (int64_t l = static_cast<int64_t>(lp_.size()) - 1; l >= 0; --l) {
     backwardLayer(a, l);
-    gradientsDone(layerRange(l));
   }
   if (slice_.hasEmbedding()) {
     embeddingBackward(g_.wte, g_.wpe, scratch_.dresid.data(), a.tokens.data(), rows, slice_.tp_rank * rows,
@@ -152,25 +151,34 @@ void Gpt<T>::backwardLayer(Activations<T>& a, int64_t l) {
   const Projection fc{p.fc_w, nullptr, la.fc.data(), nullptr, g.fc_w, g.fc_b, s.dfc.data(),
                       half ? s.dfc_b.data() : nullptr, 4 * local};
   const T* x = a.resid[static_cast<size_t>(l)].data();
+  // Each GEMM's gradients leave (gradientsDone) as soon as they are final, in gradientOrder's order.
+  const LayerRanges& ranges = layer_ranges_[static_cast<size_t>(l)];
 
   if (config_.block == BlockKind::kSerial) {
     // MLP: d(resid1) = dy + LN2'(d ln2).
     rowParallelBackward(a.batch, {fcproj});
+    gradientsDone(ranges.fcproj);
     geluBackward(s.dfc.data(), s.dfc_gelu.data(), la.fc.data(), n * 4 * local);
     columnParallelBackward(a.batch, la.ln2.data(), half ? la.ln2_b.data() : nullptr, {fc});
     layerNormBackward(s.dresid.data(), g.ln2_w, g.ln2_b, s.dln.data(), la.resid1.data(), la.ln2_mean.data(),
                       la.ln2_rstd.data(), p.ln2_w, rows, d);
+    gradientsDone(ranges.fc);
     rowParallelBackward(a.batch, {proj});
+    gradientsDone(ranges.proj);
     attentionBackward(s.dqkv.data(), s.datt.data(), la.qkv.data(), la.att.data(), la.att_lse.data(), shape);
     columnParallelBackward(a.batch, la.ln1.data(), half ? la.ln1_b.data() : nullptr, {qkv});
   } else {
     rowParallelBackward(a.batch, {fcproj, proj});
+    gradientsDone(ranges.fcproj);
+    gradientsDone(ranges.proj);
     geluBackward(s.dfc.data(), s.dfc_gelu.data(), la.fc.data(), n * 4 * local);
     attentionBackward(s.dqkv.data(), s.datt.data(), la.qkv.data(), la.att.data(), la.att_lse.data(), shape);
     columnParallelBackward(a.batch, la.ln1.data(), half ? la.ln1_b.data() : nullptr, {fc, qkv});
+    gradientsDone(ranges.fc);
   }
   layerNormBackward(s.dresid.data(), g.ln1_w, g.ln1_b, s.dln.data(), x, la.ln1_mean.data(), la.ln1_rstd.data(),
                     p.ln1_w, rows, d);
+  gradientsDone(ranges.qkv);
 }
 
 template void Gpt<float>::backward();

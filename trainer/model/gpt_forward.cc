@@ -63,7 +63,6 @@ T Gpt<T>::forwardStage(int index, const StageInput& input, T* output) {
     a.loss_scale = input.loss_scale;
   }
   for (size_t l = 0; l < lp_.size(); ++l) {
-    beforeUse(layerRange(static_cast<int64_t>(l)));
     forwardLayer(a, static_cast<int64_t>(l));
   }
   a.awaiting_backward = true;
@@ -122,15 +121,23 @@ void Gpt<T>::forwardLayer(Activations<T>& a, int64_t l) {
     return Projection{w, b, in.data(), halfPrecision() ? in_b.data() : nullptr, nullptr, nullptr, nullptr, nullptr, width};
   };
 
+  // Each GEMM's parameters are waited for just before it (the data-parallel gathers of the rest move meanwhile).
+  const LayerRanges& ranges = layer_ranges_[static_cast<size_t>(l)];
+  const bool serial = config_.block == BlockKind::kSerial;
+  beforeUse(ranges.qkv);
+  if (!serial) beforeUse(ranges.fc);
   layerNormForward(la.ln1.data() + mine, la.ln1_mean.data(), la.ln1_rstd.data(), x, p.ln1_w, p.ln1_b, rows, d);
-  if (config_.block == BlockKind::kSerial) {
+  if (serial) {
     columnParallelForward(a.batch, la.ln1.data(), la.ln1_b.data(), {column(p.qkv_w, p.qkv_b, la.qkv, 3 * local)});
     attentionForward(la.att.data(), la.att_lse.data(), la.qkv.data(), shape);
+    beforeUse(ranges.proj);
     rowParallelForward(a.batch, la.resid1.data(), x, {row(p.proj_w, p.proj_b, la.att, la.att_b, local)});
+    beforeUse(ranges.fc);
     layerNormForward(la.ln2.data() + mine, la.ln2_mean.data(), la.ln2_rstd.data(), la.resid1.data(), p.ln2_w,
                      p.ln2_b, rows, d);
     columnParallelForward(a.batch, la.ln2.data(), la.ln2_b.data(), {column(p.fc_w, p.fc_b, la.fc, 4 * local)});
     geluForward(la.fc_gelu.data(), la.fc.data(), n * 4 * local);
+    beforeUse(ranges.fcproj);
     rowParallelForward(a.batch, y, la.resid1.data(), {row(p.fcproj_w, p.fcproj_b, la.fc_gelu, la.fc_gelu_b, 4 * local)});
     return;
   }
@@ -140,6 +147,8 @@ void Gpt<T>::forwardLayer(Activations<T>& a, int64_t l) {
                         {column(p.qkv_w, p.qkv_b, la.qkv, 3 * local), column(p.fc_w, p.fc_b, la.fc, 4 * local)});
   attentionForward(la.att.data(), la.att_lse.data(), la.qkv.data(), shape);
   geluForward(la.fc_gelu.data(), la.fc.data(), n * 4 * local);
+  beforeUse(ranges.proj);
+  beforeUse(ranges.fcproj);
   rowParallelForward(a.batch, y, x,
                      {row(p.proj_w, p.proj_b, la.att, la.att_b, local),
                       row(p.fcproj_w, p.fcproj_b, la.fc_gelu, la.fc_gelu_b, 4 * local)});

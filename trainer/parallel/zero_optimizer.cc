@@ -285,18 +285,11 @@ double ZeroOptimizer::step(double lr) {
   ++steps_;
   const AdamCoefficients<float> coefficients(config, steps_);
   const auto decayOf = [&](const TensorPiece& p) { return p.decay ? static_cast<float>(config.weight_decay) : 0.0f; };
-  if (config.kind == OptimizerKind::kAdamW) {
-    for (Bucket& b : buckets_) {
-      for (const TensorPiece& p : b.pieces) {
-        const int64_t o = p.shard_offset;
-        adamwUpdate(b.master.data() + o, shardOf(b) + o, b.m.data() + o, b.v.data() + o, p.length, coefficients,
-                    static_cast<float>(lr), decayOf(p));
-      }
-    }
-  } else {
+  std::vector<double> norms;  // LAMB: per tensor, |w|^2 and |update|^2
+  if (config.kind == OptimizerKind::kLamb) {
     // LAMB's trust ratio needs each whole tensor's norms: sums over the DP shards, then over the TP shards
     // (replicated tensors once).
-    std::vector<double> norms(static_cast<size_t>(2 * tensor_count_), 0.0);
+    norms.assign(static_cast<size_t>(2 * tensor_count_), 0.0);
     for (Bucket& b : buckets_) {
       for (const TensorPiece& p : b.pieces) {
         const int64_t o = p.shard_offset;
@@ -319,24 +312,25 @@ double ZeroOptimizer::step(double lr) {
       }
       sum(*groups_.tp, "tensor parallel");
     }
-    for (Bucket& b : buckets_) {
-      for (const TensorPiece& p : b.pieces) {
-        const int64_t o = p.shard_offset;
+  }
+
+  // Buckets in the order the next forward reads them (the reverse of backward's): each one's new parameters
+  // start back to every DP rank as soon as it is updated, so the first gathers move while the optimizer
+  // still updates the rest. Each gather is waited for by the forward that first reads the bucket.
+  for (size_t i = buckets_.size(); i-- > 0;) {
+    Bucket& b = buckets_[i];
+    for (const TensorPiece& p : b.pieces) {
+      const int64_t o = p.shard_offset;
+      if (config.kind == OptimizerKind::kAdamW) {
+        adamwUpdate(b.master.data() + o, shardOf(b) + o, b.m.data() + o, b.v.data() + o, p.length, coefficients,
+                    static_cast<float>(lr), decayOf(p));
+      } else {
         const double scale =
             lambScale(lr, norms[static_cast<size_t>(2 * p.tensor)], norms[static_cast<size_t>(2 * p.tensor + 1)]);
         lambApply(b.master.data() + o, b.m.data() + o, b.v.data() + o, p.length, coefficients, decayOf(p),
                   static_cast<float>(scale));
       }
-    }
-  }
-
-  // The new parameters go back to every DP rank: the later buckets' gathers are waited for last, by the
-  // forward that first reads them.
-  for (size_t i = buckets_.size(); i-- > 0;) {
-    Bucket& b = buckets_[i];
-    for (const TensorPiece& p : b.pieces) {
-      std::copy(b.master.begin() + p.shard_offset, b.master.begin() + p.shard_offset + p.length,
-                shardOf(b) + p.shard_offset);
+      std::copy(b.master.begin() + o, b.master.begin() + o + p.length, shardOf(b) + o);
     }
     if (dp_size_ > 1) {
       b.gather_issued = Clock::now();
