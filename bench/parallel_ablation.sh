@@ -5,7 +5,9 @@
 # overlap off. Columns: step time, tokens/s, exposed communication per step (the ranks' waits beyond the
 # compute-only run's, which are pipeline bubble), and the compute-only step (same layout, links unlimited)
 # as the ideal. Needs root.
-#   bench/parallel_ablation.sh [BUILD_DIR] [STEPS]
+# Each row (and the ideal) is the best of REPEATS runs (default 2): ranks time-sharing 2 cores make whole runs
+# of one configuration differ by 10-20%.
+#   REPEATS=N bench/parallel_ablation.sh [BUILD_DIR] [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -74,6 +76,18 @@ print(statistics.median(value(r) for r in rows))
 PY
 }
 step_s() { median "$1" step_seconds; }
+# best_of NAME OVERLAP ARGS...: run_ours REPEATS times; RESULT is the run with the shortest median step.
+best_of() {
+  local name=$1 best="" k
+  shift
+  for ((k = 1; k <= ${REPEATS:-2}; k++)); do
+    run_ours "$hosts" "$name.$k" "$@"
+    if [ -z "$best" ] || /usr/bin/python3 -c "import sys; sys.exit(0 if $(step_s "$RESULT") < $(step_s "$best") else 1)"; then
+      best=$RESULT
+    fi
+  done
+  RESULT=$best
+}
 
 echo "megascale parallel ablation (MegaScale Table 3) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cores cores"
 echo "GEMM: ours-avx512 for every run; model: ${model[*]:0:12}"
@@ -83,7 +97,7 @@ for hosts in ${HOSTS:-2 4}; do
   hosts_down
   hosts_up "$hosts"
   hosts_rate none
-  run_ours "$hosts" "ideal$hosts" tp,pp,dp "${layout[@]}"
+  best_of "ideal$hosts" tp,pp,dp "${layout[@]}"
   ideal=$RESULT
   ideal_step=$(step_s "$ideal")
   ideal_wait=$(median "$ideal" waits)
@@ -106,7 +120,7 @@ for hosts in ${HOSTS:-2 4}; do
   base_exposed="" base_over=""
   for row in "none:none" "+DP:dp" "+DP+PP:dp,pp" "+TP (no TP across hosts):dp,pp,tp" "all:tp,pp,dp"; do
     label=${row%%:*} overlap=${row#*:}
-    run_ours "$hosts" "row$hosts.$overlap" "$overlap" "${layout[@]}"
+    best_of "row$hosts.$overlap" "$overlap" "${layout[@]}"
     json=$RESULT
     step=$(step_s "$json")
     exposed=$(/usr/bin/python3 -c "print(max(0.0, $(median "$json" waits) - $ideal_wait))")
