@@ -5,7 +5,8 @@
 # the same GPT and global batch, at a link rate. Prints tokens/s and exposed communication per step side by
 # side, both as the step at the rate less the step with free communication (ours: unlimited links; DDP:
 # no_sync). In fp32 and in bf16 mixed precision (ours --precision bf16; DDP under autocast, PyTorch's way);
-# gradients and parameters move in fp32 in both. Needs root.
+# ours moves gradients and parameters in bf16 in bf16 mode (Megatron's way; DDP under autocast keeps fp32
+# gradients), fp32 otherwise. Needs root.
 #   PRECISIONS="fp32 bf16" bench/ddp_compare.sh [BUILD_DIR] [RATE_MBIT] [HOSTS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -38,7 +38,8 @@ void ParallelCheckpointer::save(const std::string& dir, int keep, const Training
   const ProcessGroups& g = trainer_.groups();
   ZeroOptimizer& zero = trainer_.optimizer();
   zero.synchronizeParameters();
-  std::vector<std::vector<float>> m, v;
+  std::vector<std::vector<float>> params, m, v;
+  zero.gatherMasterWeights(params);  // the chunks may hold their bf16 values (bf16 communication)
   zero.gatherMoments(m, v);
   std::unique_ptr<ShardSnapshot> snapshot;
   if (g.me.dp == 0) {
@@ -52,7 +53,7 @@ void ParallelCheckpointer::save(const std::string& dir, int keep, const Training
         const auto from = [&](const float* base) {
           return std::vector<float>(base + spec.offset, base + spec.offset + spec.size());
         };
-        snapshot->tensors.push_back({spec, from(chunk.parameters()), from(m[c].data()), from(v[c].data())});
+        snapshot->tensors.push_back({spec, from(params[c].data()), from(m[c].data()), from(v[c].data())});
       }
     }
   }

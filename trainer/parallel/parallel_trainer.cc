@@ -51,6 +51,7 @@ ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig
   zero.optimizer = optimizer;
   zero.bucket_elements = parallel.bucket_elements;
   zero.overlap = parallel.overlap_dp;
+  zero.bf16_communication = parallel.dp_bf16_communication;
   zero.timeout = parallel.timeout;
   zero_ = std::make_unique<ZeroOptimizer>(zero, views, groups_);
   pipeline_ = std::make_unique<PipelineRuntime>(shape, groups_, views, micro_batch_, parallel.overlap_pp,

@@ -24,6 +24,7 @@ struct ParallelConfig {
   bool overlap_tp = true, overlap_pp = true, overlap_dp = true;
   int tp_chunks = 4;                    // pieces each TP all-gather / reduce-scatter is cut into (overlap on)
   int64_t bucket_elements = 1 << 20;    // DP gradient bucket
+  bool dp_bf16_communication = false;   // ZeroOptions::bf16_communication
   std::chrono::milliseconds timeout{300000};
 };
 

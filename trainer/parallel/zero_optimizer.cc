@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "trainer/kernels/bf16.h"
+
 namespace megascale::trainer {
 
 namespace {
@@ -53,6 +55,7 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
       if (bucket.chunk != static_cast<int>(c) || bucket.shard > 0) continue;
       bucket.shard = (bucket.elements + dp_size_ - 1) / dp_size_;
       bucket.buffer.assign(static_cast<size_t>(bucket.shard * dp_size_), 0.0f);
+      if (bf16Wire()) bucket.half.assign(bucket.buffer.size(), 0);
       const int64_t lo = dp_rank_ * bucket.shard, hi = lo + bucket.shard;
       for (const Range& r : bucket.ranges) {
         for (size_t t = 0; t < table.size(); ++t) {
@@ -102,32 +105,48 @@ void ZeroOptimizer::reloadMasterWeights() {
       std::copy(params + p.param_offset, params + p.param_offset + p.length, b.master.begin() + p.shard_offset);
     }
   }
+  if (bf16Wire()) roundParameters();
 }
 
-void ZeroOptimizer::gatherMoments(std::vector<std::vector<float>>& m, std::vector<std::vector<float>>& v) {
-  m.assign(chunks_.size(), {});
-  v.assign(chunks_.size(), {});
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    m[c].assign(static_cast<size_t>(chunks_[c]->parameterCount()), 0.0f);
-    v[c].assign(m[c].size(), 0.0f);
+void ZeroOptimizer::roundParameters() {
+  for (Bucket& b : buckets_) {
+    Gpt<float>& chunk = *chunks_[static_cast<size_t>(b.chunk)];
+    for (const Range& r : b.ranges) {
+      float* params = chunk.parameters();
+      for (int64_t i = r.begin; i < r.end; ++i) params[i] = fromBf16(toBf16(params[i]));
+      chunk.refreshRoundedWeights(Gpt<float>::ParamRange{r.begin, r.end});
+    }
   }
+}
+
+void ZeroOptimizer::gatherShards(std::vector<float> Bucket::*field, std::vector<std::vector<float>>& out) {
+  out.assign(chunks_.size(), {});
+  for (size_t c = 0; c < chunks_.size(); ++c) out[c].assign(static_cast<size_t>(chunks_[c]->parameterCount()), 0.0f);
   std::vector<float> whole;
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& b = buckets_[i];
-    for (auto [shard, out] : {std::pair{&b.m, &m}, std::pair{&b.v, &v}}) {
-      whole.assign(static_cast<size_t>(b.shard * dp_size_), 0.0f);
-      if (dp_size_ > 1) {
-        waitFor(groups_.dp->allGather(shard->data(), whole.data(), static_cast<size_t>(b.shard), mscFloat32),
-                "moment all-gather", i);
-      } else {
-        std::copy(shard->begin(), shard->end(), whole.begin());
-      }
-      std::vector<float>& flat = (*out)[static_cast<size_t>(b.chunk)];
-      for (const Range& r : b.ranges) {
-        std::copy(whole.begin() + r.packed, whole.begin() + r.packed + (r.end - r.begin), flat.begin() + r.begin);
-      }
+    const std::vector<float>& shard = b.*field;
+    whole.assign(static_cast<size_t>(b.shard * dp_size_), 0.0f);
+    if (dp_size_ > 1) {
+      waitFor(groups_.dp->allGather(shard.data(), whole.data(), static_cast<size_t>(b.shard), mscFloat32),
+              "optimizer-state all-gather", i);
+    } else {
+      std::copy(shard.begin(), shard.end(), whole.begin());
+    }
+    std::vector<float>& flat = out[static_cast<size_t>(b.chunk)];
+    for (const Range& r : b.ranges) {
+      std::copy(whole.begin() + r.packed, whole.begin() + r.packed + (r.end - r.begin), flat.begin() + r.begin);
     }
   }
+}
+
+void ZeroOptimizer::gatherMoments(std::vector<std::vector<float>>& m, std::vector<std::vector<float>>& v) {
+  gatherShards(&Bucket::m, m);
+  gatherShards(&Bucket::v, v);
+}
+
+void ZeroOptimizer::gatherMasterWeights(std::vector<std::vector<float>>& params) {
+  gatherShards(&Bucket::master, params);
 }
 
 void ZeroOptimizer::setMoments(const std::vector<std::vector<float>>& m, const std::vector<std::vector<float>>& v) {
@@ -187,8 +206,13 @@ void ZeroOptimizer::launchReduce(Bucket& b) {
   for (const Range& r : b.ranges) std::copy(grads + r.begin, grads + r.end, b.buffer.begin() + r.packed);
   std::fill(b.buffer.begin() + b.elements, b.buffer.end(), 0.0f);
   b.reducing = true;
-  if (dp_size_ > 1) {
-    b.reduce_issued = Clock::now();
+  if (dp_size_ == 1) return;
+  b.reduce_issued = Clock::now();
+  if (bf16Wire()) {
+    convertToBf16(b.half.data(), b.buffer.data(), static_cast<int64_t>(b.buffer.size()));
+    uint16_t* shard = b.half.data() + dp_rank_ * b.shard;
+    b.reduce = groups_.dp->reduceScatter(b.half.data(), shard, static_cast<size_t>(b.shard), mscBfloat16, mscSum);
+  } else {
     b.reduce = groups_.dp->reduceScatter(b.buffer.data(), shardOf(b), static_cast<size_t>(b.shard), mscFloat32, mscSum);
   }
 }
@@ -259,8 +283,12 @@ double ZeroOptimizer::step(double lr) {
     if (!b.reducing) launchReduce(b);
   }
   for (size_t i = 0; i < buckets_.size(); ++i) {
-    waitFor(buckets_[i].reduce, "gradient reduce-scatter", i, buckets_[i].reduce_issued,
-            (dp_size_ - 1) * buckets_[i].shard * static_cast<int64_t>(sizeof(float)));
+    Bucket& b = buckets_[i];
+    waitFor(b.reduce, "gradient reduce-scatter", i, b.reduce_issued, (dp_size_ - 1) * b.shard * wireBytes());
+    if (b.reduce && bf16Wire()) {
+      const uint16_t* shard = b.half.data() + dp_rank_ * b.shard;
+      for (int64_t k = 0; k < b.shard; ++k) shardOf(b)[k] = fromBf16(shard[k]);
+    }
     buckets_[i].reduce.reset();
     buckets_[i].reducing = false;
     buckets_[i].pending = static_cast<int>(buckets_[i].ranges.size());
@@ -334,7 +362,13 @@ double ZeroOptimizer::step(double lr) {
     }
     if (dp_size_ > 1) {
       b.gather_issued = Clock::now();
-      b.gather = groups_.dp->allGather(shardOf(b), b.buffer.data(), static_cast<size_t>(b.shard), mscFloat32);
+      if (bf16Wire()) {
+        uint16_t* shard = b.half.data() + dp_rank_ * b.shard;
+        convertToBf16(shard, shardOf(b), b.shard);
+        b.gather = groups_.dp->allGather(shard, b.half.data(), static_cast<size_t>(b.shard), mscBfloat16);
+      } else {
+        b.gather = groups_.dp->allGather(shardOf(b), b.buffer.data(), static_cast<size_t>(b.shard), mscFloat32);
+      }
     } else {
       b.gather = nullptr;
       finishGather(b);
@@ -348,7 +382,11 @@ void ZeroOptimizer::finishGather(Bucket& b) {
   Gpt<float>& chunk = *chunks_[static_cast<size_t>(b.chunk)];
   float* params = chunk.parameters();
   for (const Range& r : b.ranges) {
-    std::copy(b.buffer.begin() + r.packed, b.buffer.begin() + r.packed + (r.end - r.begin), params + r.begin);
+    if (bf16Wire()) {
+      for (int64_t k = 0; k < r.end - r.begin; ++k) params[r.begin + k] = fromBf16(b.half[static_cast<size_t>(r.packed + k)]);
+    } else {
+      std::copy(b.buffer.begin() + r.packed, b.buffer.begin() + r.packed + (r.end - r.begin), params + r.begin);
+    }
     chunk.refreshRoundedWeights(Gpt<float>::ParamRange{r.begin, r.end});
   }
 }
@@ -359,7 +397,7 @@ void ZeroOptimizer::ensureParameters(int chunk, Gpt<float>::ParamRange range) {
   Bucket& b = buckets_[it->second];
   if (!b.gather) return;
   waitFor(b.gather, "parameter all-gather", it->second, b.gather_issued,
-          (dp_size_ - 1) * b.shard * static_cast<int64_t>(sizeof(float)));
+          (dp_size_ - 1) * b.shard * wireBytes());
   b.gather.reset();
   finishGather(b);
 }
@@ -369,7 +407,7 @@ void ZeroOptimizer::synchronizeParameters() {
     Bucket& b = buckets_[i];
     if (!b.gather) continue;
     waitFor(b.gather, "parameter all-gather", i, b.gather_issued,
-            (dp_size_ - 1) * b.shard * static_cast<int64_t>(sizeof(float)));
+            (dp_size_ - 1) * b.shard * wireBytes());
     b.gather.reset();
     finishGather(b);
   }

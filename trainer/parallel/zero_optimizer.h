@@ -30,6 +30,10 @@ struct ZeroOptions {
   OptimizerConfig optimizer;
   int64_t bucket_elements = 1 << 20;  // a bucket closes once it holds this many parameters
   bool overlap = true;                // reduce-scatter during backward, all-gather ahead of forward
+  // Gradients reduce-scattered and parameters all-gathered in bf16 (half the bytes; Megatron's default in bf16
+  // training). Every rank then computes with the bf16 values of the fp32 master weights, which stay exact on
+  // their owner; with D = 1 nothing is rounded.
+  bool bf16_communication = false;
   std::chrono::milliseconds timeout{300000};
 };
 
@@ -56,6 +60,9 @@ class ZeroOptimizer {
   /// Collective over the DP group: the Adam moments of every chunk as whole chunk-flat arrays (laid out like
   /// the chunk's parameter buffer), assembled from every DP rank's shards.
   void gatherMoments(std::vector<std::vector<float>>& m, std::vector<std::vector<float>>& v);
+  /// Collective over the DP group: the fp32 master weights as whole chunk-flat arrays (what a checkpoint keeps:
+  /// with bf16 communication the chunks hold their bf16 values).
+  void gatherMasterWeights(std::vector<std::vector<float>>& params);
   /// Takes this rank's shards of chunk-flat moments (a restore; every DP rank passes the same arrays).
   void setMoments(const std::vector<std::vector<float>>& m, const std::vector<std::vector<float>>& v);
 
@@ -87,6 +94,7 @@ class ZeroOptimizer {
     int64_t elements = 0, shard = 0;
     std::vector<float> buffer;  // [shard x D]: packed gradients, later parameters
     std::vector<float> master, m, v;
+    std::vector<uint16_t> half;  // [shard x D] bf16: the buffer that moves with bf16 communication
     std::vector<TensorPiece> pieces;
     int pending = 0;            // ranges whose gradients are not final yet this step
     bool deferred = false;      // holds a tied embedding copy: moves after its all-reduce
@@ -102,6 +110,12 @@ class ZeroOptimizer {
   void waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket,
                std::chrono::steady_clock::time_point issued = {}, int64_t bytes = 0);
   float* shardOf(Bucket& b) { return b.buffer.data() + dp_rank_ * b.shard; }
+  bool bf16Wire() const { return options_.bf16_communication && dp_size_ > 1; }
+  int64_t wireBytes() const { return bf16Wire() ? 2 : 4; }  // per element on the wire
+  // Whole chunk-flat arrays of one per-shard field (moments, master weights) from every DP rank's shards.
+  void gatherShards(std::vector<float> Bucket::*field, std::vector<std::vector<float>>& out);
+  // The chunks' parameters rounded to bf16, as every rank holds them after a bf16 all-gather.
+  void roundParameters();
   void reduceTiedEmbedding();
   void sumReplicatedAcrossTensorParallel();
   double globalGradientNorm();

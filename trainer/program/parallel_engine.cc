@@ -47,6 +47,7 @@ ParallelConfig parallelConfig(const TrainOptions& o, std::chrono::milliseconds t
   p.overlap_dp = o.overlaps("dp");
   p.tp_chunks = o.tp_chunks;
   p.bucket_elements = o.bucket_params;
+  p.dp_bf16_communication = o.dp_comm_precision == "bf16";
   p.timeout = timeout;
   return p;
 }
@@ -98,7 +99,9 @@ class ParallelEngine final : public StepEngine {
     if (options_.pp > 1 && options_.pp_extra_warmup > 0) {
       s << ", eager 1F1B (" << options_.pp_extra_warmup << " more in flight per downstream stage)";
     }
-    s << ", overlap " << options_.overlap << "\nmemory on the reporting rank: " << local_parameters_
+    s << ", overlap " << options_.overlap;
+    if (world_->size() > options_.tp * options_.pp) s << ", data-parallel traffic in " << options_.dp_comm_precision;
+    s << "\nmemory on the reporting rank: " << local_parameters_
       << " parameters; ZeRO-2 optimizer state " << trainer_->optimizer().optimizerStateBytes()
       << " bytes and master weights " << trainer_->optimizer().masterWeightBytes() << " bytes ("
       << trainer_->optimizer().bucketCount() << " gradient buckets)";

@@ -113,6 +113,8 @@ const std::vector<Option>& options() {
                  "extra forwards in flight per downstream stage to hide transfer latency; -1 = auto"),
       INT_OPTION("tp-chunks", tp_chunks, "pieces each TP all-gather / reduce-scatter is cut into"),
       INT_OPTION("bucket-params", bucket_params, "parameters per data-parallel gradient bucket"),
+      TEXT_OPTION("dp-comm-precision", dp_comm_precision,
+                  "data-parallel gradients and parameters on the wire: fp32, bf16, or auto (bf16 with --precision bf16)"),
       TEXT_OPTION("trace", trace, "write a Chrome/Perfetto trace of every rank here"),
       INT_OPTION("trace-steps", trace_steps, "steps the trace keeps (from the second step on)"),
   };
@@ -201,6 +203,10 @@ TrainOptions parseTrainOptions(int argc, char** argv, bool& help) {
   }
   if (o.tp_chunks < 1) throw std::invalid_argument("--tp-chunks must be at least 1");
   if (o.bucket_params < 1) throw std::invalid_argument("--bucket-params must be at least 1");
+  if (o.dp_comm_precision == "auto") o.dp_comm_precision = o.precision;
+  if (o.dp_comm_precision != "fp32" && o.dp_comm_precision != "bf16") {
+    throw std::invalid_argument("--dp-comm-precision must be fp32, bf16 or auto");
+  }
   if (o.overlap != "none") {
     std::stringstream list(o.overlap);
     for (std::string kind; std::getline(list, kind, ',');) {

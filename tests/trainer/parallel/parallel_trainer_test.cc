@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "trainer/kernels/bf16.h"
 #include "trainer/model_configs.h"
 #include "trainer/rank_threads.h"
 
@@ -45,23 +46,28 @@ OptimizerConfig optimizerConfig(OptimizerKind kind) {
 
 double lr(int step) { return 1e-3 * (step + 1); }
 
+// The single-process trainer: kSteps steps from seed 17; returns the per-step losses.
+std::vector<double> trainTheOracle(Gpt<float>& whole, OptimizerKind kind) {
+  whole.initialize(17);
+  Optimizer<float> optimizer(optimizerConfig(kind), whole.parameterTable());
+  std::vector<double> losses;
+  for (int s = 0; s < kSteps; ++s) {
+    const auto in = batchTokens(s, 0), target = batchTokens(s, 1);
+    whole.zeroGradients();
+    losses.push_back(whole.forward(in.data(), target.data(), kBatch));
+    whole.backward();
+    clipGradientNorm(whole.gradients(), whole.parameterCount(), optimizerConfig(kind).clip_norm);
+    optimizer.step(whole.parameters(), whole.gradients(), lr(s));
+  }
+  return losses;
+}
+
 class ParallelTrainerTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ParallelTrainerTest, MatchesTheSingleProcessTrainer) {
   const Case c = GetParam();
-  // The oracle.
   Gpt<float> whole(model());
-  whole.initialize(17);
-  Optimizer<float> optimizer(optimizerConfig(c.optimizer), whole.parameterTable());
-  std::vector<double> want;
-  for (int s = 0; s < kSteps; ++s) {
-    const auto in = batchTokens(s, 0), target = batchTokens(s, 1);
-    whole.zeroGradients();
-    want.push_back(whole.forward(in.data(), target.data(), kBatch));
-    whole.backward();
-    clipGradientNorm(whole.gradients(), whole.parameterCount(), optimizerConfig(c.optimizer).clip_norm);
-    optimizer.step(whole.parameters(), whole.gradients(), lr(s));
-  }
+  const std::vector<double> want = trainTheOracle(whole, c.optimizer);
 
   std::mutex mutex;
   std::map<std::string, std::vector<float>> weights;  // whole tensors assembled from every rank's shards
@@ -107,6 +113,46 @@ TEST_P(ParallelTrainerTest, MatchesTheSingleProcessTrainer) {
       worst = std::max(worst, std::fabs(double(got[static_cast<size_t>(i)]) - whole.parameters()[spec.offset + i]));
     }
     EXPECT_LT(worst, 1e-4) << spec.name;
+  }
+}
+
+// bf16 data-parallel traffic: every rank computes with the bf16 values of the fp32 master weights, the masters
+// keep their low bits, and the training follows the fp32 oracle to bf16's precision.
+TEST(ParallelTrainerBf16Traffic, RanksHoldTheBf16ValuesOfExactMasterWeights) {
+  Gpt<float> whole(model());
+  const std::vector<double> want = trainTheOracle(whole, OptimizerKind::kAdamW);
+  std::mutex mutex;
+  std::vector<std::vector<float>> params(2);
+  std::vector<std::vector<double>> losses(2);
+  testing::runRanks(2, [&](int rank, std::shared_ptr<Communicator> world) {
+    ParallelConfig p;
+    p.micro_batches = 2;
+    p.bucket_elements = 1500;
+    p.dp_bf16_communication = true;
+    p.timeout = std::chrono::seconds(60);
+    ParallelTrainer trainer(model(), optimizerConfig(OptimizerKind::kAdamW), p, kBatch, world, 17, Precision::kFp32);
+    for (int s = 0; s < kSteps; ++s) {
+      const auto in = batchTokens(s, 0), target = batchTokens(s, 1);
+      losses[static_cast<size_t>(rank)].push_back(trainer.step(in.data(), target.data(), lr(s)).loss);
+    }
+    trainer.optimizer().synchronizeParameters();
+    std::vector<std::vector<float>> master;
+    trainer.optimizer().gatherMasterWeights(master);
+    const Gpt<float>& chunk = *trainer.chunks()[0];
+    int64_t not_bf16 = 0;
+    for (int64_t i = 0; i < chunk.parameterCount(); ++i) {
+      const float m = master[0][static_cast<size_t>(i)];
+      ASSERT_EQ(chunk.parameters()[i], fromBf16(toBf16(m))) << "rank " << rank << " parameter " << i;
+      if (fromBf16(toBf16(m)) != m) ++not_bf16;
+    }
+    EXPECT_GT(not_bf16, chunk.parameterCount() / 2) << "the master weights keep their low bits";
+    std::lock_guard lock(mutex);
+    params[static_cast<size_t>(rank)].assign(chunk.parameters(), chunk.parameters() + chunk.parameterCount());
+  });
+  EXPECT_EQ(params[0], params[1]) << "both data-parallel ranks compute with the same weights";
+  EXPECT_EQ(losses[0], losses[1]);
+  for (int s = 0; s < kSteps; ++s) {
+    EXPECT_NEAR(losses[0][static_cast<size_t>(s)], want[static_cast<size_t>(s)], 1e-2 * want[static_cast<size_t>(s)]);
   }
 }
 
