@@ -33,6 +33,13 @@ inline void noteRanksOnHost(int ranks_on_host) {
 class IdleBackoff {
  public:
   void reset() { idle_ = 0; }
+  /// Past the spins and yields: the next idle() would nap. A waiter that can sleep on descriptors instead
+  /// (poll) does so from here: it wakes when the data moves, not on a timer.
+  bool resting() const {
+    return idle_ >= kSpins + (oversubscribedHost().load(std::memory_order_relaxed) ? kCrowdedYields : kYields);
+  }
+  /// Counts one idle round spent elsewhere (in poll), so that resting() stays true.
+  void rested() { ++idle_; }
   void idle() {
     ++idle_;
     if (idle_ < kSpins) {

@@ -4,11 +4,14 @@
 // ibverbs, UCX and a UDP/DPDK transport implement the same classes; callers choose by Properties.
 #pragma once
 
+#include <poll.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -61,6 +64,12 @@ class SendComm {
   virtual Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) = 0;
   /// Drives progress. *done once the data has left the user buffer; *size is the bytes sent.
   virtual Status test(Request* request, bool* done, size_t* size) = 0;
+  /// Appends the descriptors whose readiness lets test() move the pending sends, so that a waiter can sleep
+  /// in poll() instead of waking on a timer. False: this transport offers none (the caller naps).
+  virtual bool appendReadiness(std::vector<pollfd>& fds) const {
+    (void)fds;
+    return false;
+  }
 };
 
 class RecvComm {
@@ -72,6 +81,11 @@ class RecvComm {
                        const MemoryRegion* const* mrs, Request** request) = 0;
   /// Drives progress. *done once all n messages have arrived; sizes[i] gets each one's length.
   virtual Status test(Request* request, bool* done, size_t* sizes) = 0;
+  /// As SendComm::appendReadiness, for the posted receives.
+  virtual bool appendReadiness(std::vector<pollfd>& fds) const {
+    (void)fds;
+    return false;
+  }
   /// The id the connecting side passed to connect() (the peer's rank inside megascale).
   virtual uint64_t remoteId() const = 0;
 };

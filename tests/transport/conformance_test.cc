@@ -110,6 +110,55 @@ TEST_P(TransportSuite, SizesFromZeroToOneGiB) {
   }
 }
 
+// A waiter sleeps in poll() on the descriptors a transport offers (collectives/executor.cc): they must stay
+// quiet while nothing can move and wake it whenever something can, until the transfer is done.
+TEST_P(TransportSuite, ReadinessDescriptorsWakeAPollerExactlyWhenDataCanMove) {
+  Pair p;
+  ASSERT_TRUE(connectPair(*transport_, &p).isOk());
+  const size_t size = size_t(64) << 20;  // far beyond the socket buffers: the sender stalls many times
+  std::vector<uint8_t> src = pattern(size, 5), dst(size, 0);
+  Request *sreq = nullptr, *rreq = nullptr;
+  void* buf = dst.data();
+  uint32_t tag = 1;
+  ASSERT_TRUE(p.recv->irecv(1, &buf, &size, &tag, nullptr, &rreq).isOk());
+  std::vector<pollfd> fds;
+  if (!p.recv->appendReadiness(fds)) GTEST_SKIP() << GetParam() << " offers no descriptors; its waiters nap";
+  ASSERT_FALSE(fds.empty()) << "a posted receive offers its socket";
+  EXPECT_EQ(::poll(fds.data(), fds.size(), 50), 0) << "nothing was sent: the receive's socket stays quiet";
+
+  ASSERT_TRUE(p.send->isend(src.data(), size, 1, nullptr, &sreq).isOk());
+  bool sdone = false, rdone = false;
+  size_t sent = 0, received = 0;
+  int sleeps = 0;
+  Deadline deadline = deadlineAfter(60s);
+  while (!sdone || !rdone) {
+    if (!sdone) {
+      ASSERT_TRUE(p.send->test(sreq, &sdone, &sent).isOk());
+    }
+    if (!rdone) {
+      ASSERT_TRUE(p.recv->test(rreq, &rdone, &received).isOk());
+    }
+    if (sdone && rdone) break;
+    fds.clear();
+    if (!sdone) {
+      ASSERT_TRUE(p.send->appendReadiness(fds));
+    }
+    if (!rdone) {
+      ASSERT_TRUE(p.recv->appendReadiness(fds));
+    }
+    ASSERT_FALSE(fds.empty()) << "a pending transfer offers a descriptor";
+    ASSERT_GT(::poll(fds.data(), fds.size(), 5000), 0) << "data could move but no descriptor woke the poller";
+    ++sleeps;
+    ASSERT_LT(Clock::now(), deadline);
+  }
+  EXPECT_GT(sleeps, 0);
+  EXPECT_EQ(received, size);
+  EXPECT_TRUE(src == dst);
+  fds.clear();
+  EXPECT_TRUE(p.send->appendReadiness(fds) && p.recv->appendReadiness(fds));
+  EXPECT_TRUE(fds.empty()) << "nothing pending: nothing to wait on";
+}
+
 TEST_P(TransportSuite, ManyRequestsInFlightStayOrdered) {
   Pair p;
   ASSERT_TRUE(connectPair(*transport_, &p).isOk());

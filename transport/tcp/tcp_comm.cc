@@ -63,6 +63,13 @@ Status TcpSendComm::progress() {
   return Status::ok();
 }
 
+bool TcpSendComm::appendReadiness(std::vector<pollfd>& fds) const {
+  for (size_t i = 0; i < sockets_.size(); ++i) {  // the sockets with bytes left to send
+    if (cursors_[i].seq < head_seq_ + queue_.size()) fds.push_back(pollfd{sockets_[i].get(), POLLOUT, 0});
+  }
+  return true;
+}
+
 Status TcpSendComm::test(Request* request, bool* done, size_t* size) {
   *done = false;
   auto* r = static_cast<SendRequest*>(request);
@@ -105,6 +112,17 @@ Status TcpRecvComm::irecv(int n, void* const* data, const size_t* sizes, const u
   }
   *request = slot;
   return progress();
+}
+
+bool TcpRecvComm::appendReadiness(std::vector<pollfd>& fds) const {
+  for (size_t i = 0; i < sockets_.size(); ++i) {
+    const Cursor& c = cursors_[i];
+    if (c.seq >= head_seq_ + messages_.size()) continue;  // nothing posted for this socket
+    // A later socket's bytes wait until socket 0 has read the message's header: do not wake on them.
+    if (i > 0 && messages_[c.seq - head_seq_].sub < 0) continue;
+    fds.push_back(pollfd{sockets_[i].get(), POLLIN, 0});
+  }
+  return true;
 }
 
 Status TcpRecvComm::matchHeader(Message& m) {

@@ -17,6 +17,7 @@ class TcpSendComm : public SendComm {
   TcpSendComm(std::vector<Fd> sockets, size_t stripe_min, std::string peer);
   Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) override;
   Status test(Request* request, bool* done, size_t* size) override;
+  bool appendReadiness(std::vector<pollfd>& fds) const override;
 
  private:
   struct SendRequest : Request {
@@ -52,6 +53,7 @@ class TcpRecvComm : public RecvComm {
   Status irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags, const MemoryRegion* const* mrs,
                Request** request) override;
   Status test(Request* request, bool* done, size_t* sizes) override;
+  bool appendReadiness(std::vector<pollfd>& fds) const override;
   uint64_t remoteId() const override { return remote_id_; }
 
  private:
