@@ -1,5 +1,9 @@
 #include "transport/tcp/tcp_comm.h"
 
+#include <sys/socket.h>
+
+#include <algorithm>
+
 #include "transport/request_pool.h"
 #include "transport/tcp/tcp_wire.h"
 
@@ -142,7 +146,10 @@ Status TcpRecvComm::progressSocket(int index) {
       size_t got = c.offset;
       MSC_RETURN_IF_ERROR(recvSome(fd, m.header, tcp_wire::kHeaderBytes, &got));
       c.offset = got;
-      if (c.offset < tcp_wire::kHeaderBytes) return Status::ok();
+      if (c.offset < tcp_wire::kHeaderBytes) {
+        wakeAfter(index, 1);
+        return Status::ok();
+      }
       MSC_RETURN_IF_ERROR(matchHeader(m));
     }
     if (m.sub < 0) return Status::ok();  // socket 0 has not read this message's header yet
@@ -152,12 +159,24 @@ Status TcpRecvComm::progressSocket(int index) {
     size_t got = c.offset - head;
     MSC_RETURN_IF_ERROR(recvSome(fd, m.request->posted.data[m.sub] + begin, end - begin, &got));
     c.offset = head + got;
-    if (got < end - begin) return Status::ok();
+    if (got < end - begin) {
+      wakeAfter(index, end - begin - got);
+      return Status::ok();
+    }
     if (--m.sockets_left == 0 && --m.request->posted.messages_left == 0) m.request->done = true;
     ++c.seq;
     c.offset = 0;
   }
   return Status::ok();
+}
+
+void TcpRecvComm::wakeAfter(int index, size_t remaining) {
+  // A poller sleeping on this socket wakes once this much has arrived (never more than the message still
+  // owes, so it always comes), not at every packet.
+  const int bytes = static_cast<int>(std::min<size_t>(remaining, kWakeBytes));
+  Cursor& c = cursors_[index];
+  if (c.wake_bytes == bytes) return;
+  if (::setsockopt(sockets_[index].get(), SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof(bytes)) == 0) c.wake_bytes = bytes;
 }
 
 Status TcpRecvComm::progress() {

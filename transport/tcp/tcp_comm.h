@@ -69,9 +69,13 @@ class TcpRecvComm : public RecvComm {
   struct Cursor {
     uint64_t seq = 0;
     uint64_t offset = 0;
+    int wake_bytes = 1;  // the socket's SO_RCVLOWAT
   };
+  // 64 KiB: at 200 Mbit/s a sleeping receiver wakes every 2.6 ms instead of at every 9000-byte packet.
+  static constexpr size_t kWakeBytes = 64 << 10;
   Status progress();
   Status progressSocket(int index);
+  void wakeAfter(int index, size_t remaining);
   Status matchHeader(Message& m);
   Status fail(const Status& cause);
 
