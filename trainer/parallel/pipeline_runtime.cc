@@ -24,6 +24,7 @@ PipelineRuntime::PipelineRuntime(const PipelineShape& shape, const ProcessGroups
 PipelineRuntime::~PipelineRuntime() {
   for (auto& [key, t] : receives_) (void)t.work->wait(timeout_);  // the buffers must outlive the transfers
   for (auto& [t, action] : sends_) (void)t.work->wait(timeout_);
+  for (auto& [t, ack] : ack_receives_) (void)t.work->wait(timeout_);
 }
 
 std::vector<float>& PipelineRuntime::buffer(std::map<Key, std::vector<float>>& pool, const PipeAction& a) {
@@ -74,30 +75,91 @@ void PipelineRuntime::acknowledge(const PipelineLink& link, bool gradients) {
   }
 }
 
-void PipelineRuntime::waitDelivered() {
-  for (auto& [t, action] : sends_) {
-    const bool gradient = action.op == PipeOp::kSendGradient;
-    const PipelineLink& link = gradient ? groups_.previous : groups_.next;
-    const char* what = gradient ? "send of a gradient" : "send of an activation";
-    wait(t, what, action, link.peer_global);
-    if (!overlap_) wait(transfer(link, gradient, false, &ack_in_, 1), what, action, link.peer_global, false);
+void PipelineRuntime::post(PipeOp op, const PipeAction& a) {
+  const bool gradient = op == PipeOp::kRecvGradient;
+  const PipelineLink& link = gradient ? groups_.next : groups_.previous;
+  auto& pool = gradient ? gradients_in_ : activations_in_;
+  receives_[{static_cast<int>(op), a.micro_batch, a.chunk}] =
+      transfer(link, gradient, false, buffer(pool, a).data(), message_elements_);
+}
+
+void PipelineRuntime::takeArrivedInputs(size_t position) {
+  bool want_activation = true, want_gradient = true;
+  for (size_t i = position + 1; i < schedule_.size() && (want_activation || want_gradient); ++i) {
+    const PipeAction& a = schedule_[i];
+    PipeOp op;
+    if (want_activation && a.op == PipeOp::kForward && !isFirstStage(shape_, groups_.me.pp, a.chunk)) {
+      op = PipeOp::kRecvActivation;
+      want_activation = false;
+    } else if (want_gradient && a.op == PipeOp::kBackward && !isLastStage(shape_, groups_.me.pp, a.chunk)) {
+      op = PipeOp::kRecvGradient;
+      want_gradient = false;
+    } else {
+      continue;
+    }
+    const std::tuple<int, int, int> key{static_cast<int>(op), a.micro_batch, a.chunk};
+    if (!receives_.count(key)) post(op, a);
+    Transfer& t = receives_[key];
+    if (!t.acknowledged && t.work->test() && t.work->status().isOk()) {
+      const bool gradient = op == PipeOp::kRecvGradient;
+      acknowledge(gradient ? groups_.next : groups_.previous, gradient);
+      t.acknowledged = true;
+    }
+  }
+}
+
+void PipelineRuntime::waitDelivered(size_t position) {
+  const auto link_of = [&](const PipeAction& a) -> const PipelineLink& {
+    return a.op == PipeOp::kSendGradient ? groups_.previous : groups_.next;
+  };
+  const auto what = [](const PipeAction& a) {
+    return a.op == PipeOp::kSendGradient ? "send of a gradient" : "send of an activation";
+  };
+  if (!overlap_) {
+    for (auto& [t, action] : sends_) {
+      auto ack = std::make_unique<float>(0.0f);
+      Transfer receive = transfer(link_of(action), action.op == PipeOp::kSendGradient, false, ack.get(), 1);
+      ack_receives_.emplace_back(std::move(receive), std::move(ack));
+    }
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < sends_.size();) {
+      const Work& data = *sends_[i].first.work;
+      const Work& ack = *ack_receives_[i].first.work;
+      if ((data.test() && !data.status().isOk()) || (ack.test() && !ack.status().isOk())) break;  // thrown below
+      if (data.test() && ack.test()) {
+        ++i;
+        continue;
+      }
+      takeArrivedInputs(position);
+      if (Clock::now() - t0 > timeout_) {
+        const PipeAction& a = sends_[i].second;
+        throw Error(ErrorCode::kTimeout, std::string("pipeline ") + what(a) + " of micro-batch " +
+                                             std::to_string(a.micro_batch) + " chunk " + std::to_string(a.chunk) +
+                                             " (world rank " + std::to_string(groups_.world->rank()) +
+                                             ", peer world rank " + std::to_string(link_of(a).peer_global) +
+                                             "): not acknowledged by its receiver after " +
+                                             std::to_string(timeout_.count()) + " ms");
+      }
+      (void)(data.test() ? ack : data).wait(std::chrono::milliseconds(1));
+    }
+    if (timeline_ != nullptr) timeline_->waitSpan(Wait::kPipeline, t0, Clock::now());
+  }
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    const auto& [t, action] = sends_[i];
+    wait(t, what(action), action, link_of(action).peer_global);
+    if (!overlap_) wait(ack_receives_[i].first, what(action), action, link_of(action).peer_global, false);
   }
   sends_.clear();
+  ack_receives_.clear();
 }
 
 double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_batch, float loss_scale,
                             ZeroOptimizer* zero) {
   const int rank = groups_.me.pp;
   double loss = 0;
-  const auto post = [&](PipeOp op, const PipeAction& a) {
-    const bool gradient = op == PipeOp::kRecvGradient;
-    const PipelineLink& link = gradient ? groups_.next : groups_.previous;
-    auto& pool = gradient ? gradients_in_ : activations_in_;
-    receives_[{static_cast<int>(op), a.micro_batch, a.chunk}] =
-        transfer(link, gradient, false, buffer(pool, a).data(), message_elements_);
-  };
-  // A compute's input: posted earlier (overlap) or now, and waited for.
-  const auto input = [&](PipeOp op, const PipeAction& a) -> float* {
+  // A compute's input: posted earlier (overlap, or while this rank waited for its sends) or now, and waited
+  // for; with overlap off, acknowledged and this rank's sends then delivered before it computes.
+  const auto input = [&](PipeOp op, const PipeAction& a, size_t position) -> float* {
     const bool gradient = op == PipeOp::kRecvGradient;
     auto t = takeReceive(op, a);
     if (!t) {
@@ -107,8 +169,8 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
     const PipelineLink& link = gradient ? groups_.next : groups_.previous;
     wait(*t, gradient ? "receive of a gradient" : "receive of an activation", a, link.peer_global);
     if (!overlap_) {
-      acknowledge(link, gradient);
-      waitDelivered();
+      if (!t->acknowledged) acknowledge(link, gradient);
+      waitDelivered(position);
     }
     return buffer(gradient ? gradients_in_ : activations_in_, a).data();
   };
@@ -119,7 +181,8 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
                         a);
   };
 
-  for (const PipeAction& a : schedule_) {
+  for (size_t position = 0; position < schedule_.size(); ++position) {
+    const PipeAction& a = schedule_[position];
     Gpt<float>& chunk = *chunks_[static_cast<size_t>(a.chunk)];
     const bool first = isFirstStage(shape_, rank, a.chunk), last = isLastStage(shape_, rank, a.chunk);
     switch (a.op) {
@@ -136,16 +199,16 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
           in.tokens = tokens.tokens;
           in.targets = tokens.targets;
         }
-        if (!first) in.activations = input(PipeOp::kRecvActivation, a);
-        else if (!overlap_) waitDelivered();
+        if (!first) in.activations = input(PipeOp::kRecvActivation, a, position);
+        else if (!overlap_) waitDelivered(position);
         const auto t0 = Clock::now();
         loss += chunk.forwardStage(a.micro_batch, in, last ? nullptr : buffer(activations_out_, a).data());
         if (timeline_ != nullptr) timeline_->computeSpan(describe({a}), t0, Clock::now(), false);
         break;
       }
       case PipeOp::kBackward: {
-        const float* output_grad = last ? nullptr : input(PipeOp::kRecvGradient, a);
-        if (last && !overlap_) waitDelivered();
+        const float* output_grad = last ? nullptr : input(PipeOp::kRecvGradient, a, position);
+        if (last && !overlap_) waitDelivered(position);
         if (zero != nullptr) zero->setFinalBackward(a.micro_batch == shape_.micro_batches - 1);
         const auto t0 = Clock::now();
         chunk.backwardStage(a.micro_batch, output_grad, first ? nullptr : buffer(gradients_out_, a).data());
@@ -161,7 +224,7 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
         break;
     }
   }
-  waitDelivered();
+  waitDelivered(schedule_.size());
   return loss;
 }
 

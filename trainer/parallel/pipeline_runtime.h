@@ -4,7 +4,9 @@
 // computes. With it off, no transfer overlaps a compute: a receive is posted when its compute needs it, and a
 // send is waited for, with the receiver's acknowledgement, before this rank computes again (after the next
 // compute's receive, as Megatron pairs send_forward with recv_backward, or 1F1B would deadlock). The
-// acknowledgement makes "waited for" mean delivered, not just handed to the kernel's socket buffer.
+// acknowledgement makes "waited for" mean delivered, not just handed to the kernel's socket buffer. While a
+// rank waits for its sends it also takes (and acknowledges) the next inputs its schedule wants, as Megatron's
+// paired send/receive does: in interleaved 1F1B two neighbours block on each other's sends at once.
 #pragma once
 
 #include <chrono>
@@ -50,6 +52,7 @@ class PipelineRuntime {
   struct Transfer {
     std::shared_ptr<Work> work;
     Timeline::Clock::time_point issued;
+    bool acknowledged = false;  // no overlap: a receive whose sender has been told it arrived
   };
 
   std::vector<float>& buffer(std::map<Key, std::vector<float>>& pool, const PipeAction& a);
@@ -58,7 +61,13 @@ class PipelineRuntime {
   void wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer, bool data = true);
   std::optional<Transfer> takeReceive(PipeOp op, const PipeAction& a);
   void acknowledge(const PipelineLink& link, bool gradients);
-  void waitDelivered();
+  void post(PipeOp op, const PipeAction& a);
+  /// Waits for the pending sends; with overlap off, until their receivers acknowledge them, taking the
+  /// inputs of the computes after schedule position `position` meanwhile.
+  void waitDelivered(size_t position);
+  /// No overlap: posts the next activation and gradient receive the schedule wants after `position` and
+  /// acknowledges those that have arrived.
+  void takeArrivedInputs(size_t position);
 
   PipelineShape shape_;
   const ProcessGroups& groups_;
@@ -71,7 +80,8 @@ class PipelineRuntime {
   std::map<Key, std::vector<float>> activations_out_, activations_in_, gradients_out_, gradients_in_;
   std::map<std::tuple<int, int, int>, Transfer> receives_;  // (op, micro-batch, chunk)
   std::vector<std::pair<Transfer, PipeAction>> sends_;
-  float ack_out_ = 1, ack_in_ = 0;
+  std::vector<std::pair<Transfer, std::unique_ptr<float>>> ack_receives_;  // no overlap: one per send
+  float ack_out_ = 1;
   Timeline* timeline_ = nullptr;
 };
 

@@ -162,7 +162,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ParallelTrainerTest,
                                            Case{"pp2_v2", 2, 1, 2, 2, 2},
                                            Case{"tp2_pp2_dp2", 8, 2, 2, 1, 1},
                                            Case{"tp2_dp2_lamb", 4, 2, 1, 1, 1, OptimizerKind::kLamb},
-                                           Case{"pp2_dp2_no_overlap", 4, 1, 2, 1, 2, OptimizerKind::kAdamW, false}),
+                                           Case{"pp2_dp2_no_overlap", 4, 1, 2, 1, 2, OptimizerKind::kAdamW, false},
+                                           Case{"pp2_v2_no_overlap", 2, 1, 2, 2, 4, OptimizerKind::kAdamW, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
