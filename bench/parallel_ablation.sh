@@ -6,16 +6,21 @@
 # compute-only run's, which are pipeline bubble), and the compute-only step (same layout, links unlimited)
 # as the ideal. Needs root.
 # Each row (and the ideal) is the best of REPEATS runs (default 2): ranks time-sharing 2 cores make whole runs
-# of one configuration differ by 10-20%.
+# of one configuration differ by 10-20%. Pipeline traffic is marked DSCP 46 (--pp-traffic-class), which the
+# emulated switch ports queue ahead of the data-parallel bulk, as a cluster's traffic classes would.
 #   REPEATS=N bench/parallel_ablation.sh [BUILD_DIR] [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 steps=${2:-14}
-# Micro-batches of one sequence (as many as a pipeline needs to amortize its fill and drain) and eager 1F1B 2
-# deep: a hop then takes about a micro-batch's forward + backward at the calibrated rate, which 2 extra
+# 2 hosts: micro-batches of one sequence (as many as a pipeline needs to amortize its fill and drain) and eager
+# 1F1B 2 deep: a hop then takes about a micro-batch's forward + backward at the calibrated rate, which 2 extra
 # forwards in flight hide; only the fill's and drain's hops stay.
+# 4 hosts: interleaved 1F1B with 2 model chunks per rank. Data parallelism's reduce-scatter can only start once
+# a chunk's last backward ran, and its all-gather must end before that chunk's first forward; with one chunk
+# both sit at the step's edges, with two the second chunk's traffic runs beside the first chunk's computes.
 pp_extra_warmup=${PP_EXTRA_WARMUP:-2}
+pp_traffic_class=184  # DSCP 46 (expedited forwarding) << 2
 source testbed/emulated_hosts.sh
 out=$(mktemp -d)
 trap 'hosts_down; rm -rf "$out"' EXIT
@@ -33,7 +38,7 @@ run=0
 run_ours() {
   local hosts=$1 name=$2 overlap=$3 i pids=() port
   shift 3
-  [[ ",$overlap," != *,pp,* ]] || set -- "$@" --pp-extra-warmup "$pp_extra_warmup"
+  [[ ",$overlap," != *,pp,* ]] || [ "$hosts" != 2 ] || set -- "$@" --pp-extra-warmup "$pp_extra_warmup"
   run=$((run + 1))
   port=$((31000 + run))
   local secret
@@ -43,12 +48,16 @@ run_ours() {
   local store=$!
   sleep 0.3
   for ((i = 0; i < hosts; i++)); do
-    # Host i runs on core i mod cores: emulated hosts get cores of their own while there are enough.
+    # Emulated hosts get cores of their own while there are enough. With more hosts than cores they float:
+    # this VM's cores differ (one ran 11% slower alone, and takes most of the emulated network's softirqs), and
+    # pinning put that core's deficit on one pipeline or one stage, which every other rank then waited for.
+    local pin=(taskset -c $((i % cores)))
+    [ "$hosts" -le "$cores" ] || pin=()
     MEGASCALE_RANKS_SHARING_CORES=$hosts MEGASCALE_JOB_SECRET=$secret MEGASCALE_TIMEOUT_MS=120000 \
-      ip netns exec "${EMU_TAG}h$i" taskset -c $((i % cores)) "$build/launcher/megascale-run" \
+      ip netns exec "${EMU_TAG}h$i" "${pin[@]}" "$build/launcher/megascale-run" \
       --store "tcp://$(host_addr 0):$port" --job-id "ab$run" --world-size "$hosts" --rank-offset "$i" -n 1 \
       "$build/trainer/megascale-train" "${model[@]}" --threads 1 \
-      --overlap "$overlap" --summary-json "$out/$name.json" --csv "$out/$name.csv" "$@" > "$out/$name.$i.log" 2>&1 &
+      --overlap "$overlap" --pp-traffic-class "$pp_traffic_class" --summary-json "$out/$name.json" --csv "$out/$name.csv" "$@" > "$out/$name.$i.log" 2>&1 &
     pids+=($!)
   done
   local failed=0
@@ -92,8 +101,8 @@ best_of() {
 echo "megascale parallel ablation (MegaScale Table 3) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cores cores"
 echo "GEMM: ours-avx512 for every run; model: ${model[*]:0:12}"
 for hosts in ${HOSTS:-2 4}; do
-  if [ "$hosts" = 2 ]; then desc="pp2 x dp1" micro=32; else desc="pp2 x dp2" micro=16; fi
-  layout=(--pp 2 --micro-batches "$micro")
+  if [ "$hosts" = 2 ]; then desc="pp2 x dp1" micro=32 layout=(--pp 2 --micro-batches 32)
+  else desc="pp2 x dp2, 2 virtual stages" micro=16 layout=(--pp 2 --virtual-stages 2 --micro-batches 16); fi
   hosts_down
   hosts_up "$hosts"
   hosts_rate none

@@ -411,10 +411,15 @@ Status Communicator::run(Task& task) {
   return executeSchedule(schedule, {const_cast<void*>(task.in), task.out}, task.type, task.op, *links_, ctx);
 }
 
-std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+std::shared_ptr<Communicator> Communicator::split(int color, int key, const SplitOptions& options) {
   if (color < MSC_SPLIT_NOCOLOR) {
     throw Error(ErrorCode::kInvalidArgument, "split: rank " + std::to_string(rank_) + ": color " +
                                                  std::to_string(color) + " must be >= 0 or MSC_SPLIT_NOCOLOR");
+  }
+  if (options.traffic_class < -1 || options.traffic_class > 255) {
+    throw Error(ErrorCode::kInvalidArgument, "split: rank " + std::to_string(rank_) + ": traffic class " +
+                                                 std::to_string(options.traffic_class) +
+                                                 " must be a TOS byte (0-255) or -1 for the parent's");
   }
   // Each rank contributes (color, key, its new listener's address) in one all-gather over the parent.
   // A child of a shared-memory communicator gets its own shared region, announced in the same exchange.
@@ -426,6 +431,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     node::RegionIdentity region;
   };
   transport::TransportOptions topts = options_.transport_options;
+  if (options.traffic_class >= 0) topts.traffic_class = options.traffic_class;
   auto transport = transport::createTransport(transport_name_, topts);
   auto listener = transport->listen();
   std::unique_ptr<node::Region> region;
@@ -461,6 +467,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
                                               [regions](int peer) { return regions.at(static_cast<size_t>(peer)); });
   }
   CommunicatorOptions child = options_;
+  child.transport_options.traffic_class = topts.traffic_class;  // the child's own splits inherit it
   return std::shared_ptr<Communicator>(
       new Communicator(new_rank, new_size, child, std::move(links), transport_name_, std::move(node)));
 }

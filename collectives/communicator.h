@@ -84,9 +84,15 @@ class Communicator {
   /// Sends and receives issued together (one phase), so rings of send+recv cannot deadlock.
   std::shared_ptr<Work> pointToPoint(const std::vector<PointToPoint>& ops);
 
+  struct SplitOptions {
+    /// The child's traffic class: the IP TOS byte (DSCP << 2) on its sockets, so that switches with
+    /// priority queues can favour it (NCCL's trafficClass); -1 keeps the parent's.
+    int traffic_class = -1;
+  };
   /// Collective over this communicator. Ranks with the same color form a new communicator, ordered by
   /// (key, rank). MSC_SPLIT_NOCOLOR gives nullptr. Addresses travel in the parent's all-gather: no store.
-  std::shared_ptr<Communicator> split(int color, int key);
+  std::shared_ptr<Communicator> split(int color, int key, const SplitOptions& options);
+  std::shared_ptr<Communicator> split(int color, int key) { return split(color, key, SplitOptions{}); }
 
   /// Fails the running and queued operations at once; the communicator stays broken.
   void abort();

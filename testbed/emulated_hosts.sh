@@ -3,7 +3,9 @@
 # 10.214.0.(i+1)/24, and `tc tbf` on each host's egress for the link rate. Traffic stays inside the
 # namespaces and the bridge; nothing touches the machine's outward interface.
 #   hosts_up H          make hosts 0..H-1 (removes them again on exit: hosts_down runs from an EXIT trap)
-#   hosts_rate RATE     limit every host's egress ("500mbit"; kbit, mbit or gbit), or "none"
+#   hosts_rate RATE     limit every host's egress ("500mbit"; kbit, mbit or gbit), or "none"; the link has
+#                       two priority queues, as a datacenter switch port has: IP precedence 4-7 (DSCP >= 32)
+#                       is sent before the rest
 #   on_host I CMD...    run CMD inside host I
 #   host_addr I         host I's address
 #   hosts_down          remove hosts and bridge
@@ -47,15 +49,41 @@ hosts_up() {
   done
 }
 
+# rate_bits RATE: RATE ("500mbit"; kbit, mbit or gbit) in bit/s.
+rate_bits() {
+  local rate=$1 number unit
+  number=${rate%%[a-z]*} unit=${rate#"$number"}
+  case $unit in kbit) echo $((number * 1000)) ;; mbit) echo $((number * 1000000)) ;;
+                gbit) echo $((number * 1000000000)) ;; *) echo "emulated hosts: rate '$rate' (use kbit, mbit, gbit)" >&2; return 2 ;; esac
+}
+
 # The token bucket holds 1 ms of the rate (at least 64 KiB, one GSO segment): a larger bucket lets a whole
 # message through at memory speed and the link looks faster than its rate.
 rate_burst() {
-  local rate=$1 number unit
-  number=${rate%%[a-z]*} unit=${rate#"$number"}
-  case $unit in kbit) number=$((number * 1000)) ;; mbit) number=$((number * 1000000)) ;;
-                gbit) number=$((number * 1000000000)) ;; *) echo "emulated hosts: rate '$rate' (use kbit, mbit, gbit)" >&2; return 2 ;; esac
-  local bytes=$((number / 8 / 1000))
+  local bits bytes
+  bits=$(rate_bits "$1") || return
+  bytes=$((bits / 8 / 1000))
   echo $((bytes > 65536 ? bytes : 65536))
+}
+
+# link_shape I RATE: host I's egress at RATE with two priority queues, as a switch port has: traffic with
+# IP precedence 4-7 (DSCP >= 32, the TOS byte's top bit) goes first, the rest shares what it leaves. Each
+# queue holds 100 ms of the rate.
+link_shape() {
+  local i=$1 rate=$2 dev="${EMU_TAG}v$1" bits burst class
+  bits=$(rate_bits "$rate") || return
+  burst=$(rate_burst "$rate")
+  on_host "$i" tc qdisc del dev "$dev" root 2>/dev/null || true
+  on_host "$i" tc qdisc add dev "$dev" root handle 1: htb default 20
+  on_host "$i" tc class add dev "$dev" parent 1: classid 1:1 htb rate "${bits}bit" ceil "${bits}bit" \
+    burst "$burst" cburst "$burst" quantum 65536
+  for class in 10 20; do
+    # A queue's own guarantee is 1% of the link; it borrows the rest in priority order (1:10 first).
+    on_host "$i" tc class add dev "$dev" parent 1:1 classid "1:$class" htb rate "$((bits / 100))bit" \
+      ceil "${bits}bit" burst "$burst" cburst "$burst" prio "$((class / 10 - 1))" quantum 65536
+    on_host "$i" tc qdisc add dev "$dev" parent "1:$class" bfifo limit "$((bits / 8 / 10 > 131072 ? bits / 80 : 131072))"
+  done
+  on_host "$i" tc filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip tos 0x80 0x80 flowid 1:10
 }
 
 hosts_rate() {
@@ -64,7 +92,7 @@ hosts_rate() {
     if [ "$rate" = none ]; then
       on_host "$i" tc qdisc del dev "${EMU_TAG}v$i" root 2>/dev/null || true
     else
-      on_host "$i" tc qdisc replace dev "${EMU_TAG}v$i" root tbf rate "$rate" burst "$(rate_burst "$rate")" latency 100ms
+      link_shape "$i" "$rate"
     fi
   done
 }

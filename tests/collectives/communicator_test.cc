@@ -4,8 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <functional>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -206,6 +215,70 @@ TEST_P(CommunicatorTest, SplitGroupsByColorAndOrdersByKey) {
     ASSERT_TRUE(sub->allReduce(&mine, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
     EXPECT_EQ(sum, rank % 2 == 0 ? 0 + 2 : 1 + 3);
   });
+}
+
+// How many of this process's connected IPv4 stream sockets carry each TOS byte (what a switch sees).
+std::map<int, int> connectedSocketsByTos() {
+  std::map<int, int> count;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return count;
+  while (dirent* entry = readdir(dir)) {
+    const int fd = std::atoi(entry->d_name);
+    struct stat st {};
+    if (fd <= 2 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int domain = 0, type = 0, listening = 0, tos = 0;
+    socklen_t len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_INET) continue;
+    len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    len = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening) continue;
+    len = sizeof(int);
+    if (getsockopt(fd, IPPROTO_IP, IP_TOS, &tos, &len) == 0) ++count[tos & 0xff];
+  }
+  closedir(dir);
+  return count;
+}
+
+TEST_P(CommunicatorTest, SplitWithTrafficClassMarksTheChildsConnectionsAndItsSplits) {
+  if (GetParam() != "tcp") GTEST_SKIP() << "traffic classes are an IP socket option";
+  constexpr int kExpedited = 46 << 2;  // DSCP EF
+  std::atomic<int> ready{0};
+  std::map<int, int> before, after;
+  runRanks(2, [&](int rank, Communicator& comm) {
+    int32_t one = 1, sum = 0;
+    ASSERT_TRUE(comm.allReduce(&one, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
+    if (rank == 0) before = connectedSocketsByTos();
+    ASSERT_TRUE(comm.barrier()->wait(20s).isOk());
+    auto child = comm.split(0, rank, Communicator::SplitOptions{kExpedited});
+    ASSERT_NE(child, nullptr);
+    ASSERT_TRUE(child->allReduce(&one, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
+    auto grandchild = child->split(0, rank);  // inherits the class
+    ASSERT_TRUE(grandchild->allReduce(&one, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
+    EXPECT_EQ(sum, 2);
+    ready.fetch_add(1);
+    while (ready.load() < 2) std::this_thread::yield();
+    if (rank == 0) after = connectedSocketsByTos();
+    ASSERT_TRUE(comm.barrier()->wait(20s).isOk());
+  });
+  EXPECT_EQ(before.count(kExpedited), 0u);
+  EXPECT_GT(before[0], 0);
+  // Both ranks' ends of the child's and the grandchild's connections, the parent's untouched.
+  EXPECT_GE(after[kExpedited], 4);
+  EXPECT_EQ(after[0], before[0]);
+
+}
+
+TEST_P(CommunicatorTest, SplitRejectsATrafficClassOutsideATosByte) {
+  auto comm = Communicator::create(id_, 0, 1, options());
+  try {
+    (void)comm->split(0, 0, Communicator::SplitOptions{256});
+    FAIL() << "traffic class 256 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("traffic class 256"), std::string::npos) << e.what();
+  }
 }
 
 TEST_P(CommunicatorTest, GroupedSendRecvRingDoesNotDeadlock) {

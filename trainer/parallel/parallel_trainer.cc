@@ -29,7 +29,8 @@ ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig
                                 std::to_string(parallel.micro_batches) + " micro-batches");
   }
   micro_batch_ = global_batch / (layout.dp * parallel.micro_batches);
-  groups_ = ProcessGroups::create(std::move(world), parallel.tp, parallel.pp, parallel.virtual_stages > 1);
+  groups_ = ProcessGroups::create(std::move(world), parallel.tp, parallel.pp, parallel.virtual_stages > 1,
+                                  parallel.pp_traffic_class);
   tensor_parallel_ = std::make_unique<TensorParallelGroup>(groups_.tp, parallel.overlap_tp ? parallel.tp_chunks : 1,
                                                            parallel.timeout);
   std::vector<Gpt<float>*> views;
@@ -107,13 +108,23 @@ ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* t
   };
   const float scale = 1.0f / static_cast<float>(global_batch_ * seq);
   double loss = pipeline_->run(micro, scale, zero_.get());
-  const Status status = groups_.world->allReduce(&loss, &loss, 1, mscFloat64, mscSum)->wait(parallel_.timeout);
-  if (!status.isOk()) throw Error(status.code(), "loss all-reduce: " + status.message());
+  // Waited for after the optimizer: the ranks whose pipeline ends first go on to their reduce-scatters.
+  const auto loss_sum = groups_.world->allReduce(&loss, &loss, 1, mscFloat64, mscSum);
   ParallelStepResult result;
-  result.loss = loss / static_cast<double>(global_batch_ * seq);
   const auto t0 = Timeline::Clock::now();
-  result.grad_norm = zero_->step(lr);
+  try {
+    result.grad_norm = zero_->step(lr);
+  } catch (...) {
+    (void)loss_sum->wait(parallel_.timeout);  // it writes into `loss`
+    throw;
+  }
   timeline_.optimizerSpan(t0, Timeline::Clock::now());
+  const Status status = loss_sum->wait(parallel_.timeout);
+  if (!status.isOk()) {
+    throw Error(status.code(), "loss all-reduce (world rank " + std::to_string(groups_.world->rank()) +
+                                   "): " + status.message());
+  }
+  result.loss = loss / static_cast<double>(global_batch_ * seq);
   return result;
 }
 

@@ -26,8 +26,9 @@ std::string ParallelLayout::describe() const {
 
 namespace {
 
-std::shared_ptr<Communicator> splitOrThrow(Communicator& parent, int color, int key, const char* what) {
-  auto child = parent.split(color, key);
+std::shared_ptr<Communicator> splitOrThrow(Communicator& parent, int color, int key, const char* what,
+                                           Communicator::SplitOptions options = {}) {
+  auto child = parent.split(color, key, options);
   if (!child && color != MSC_SPLIT_NOCOLOR) {
     throw std::runtime_error(std::string("creating the ") + what + " group on rank " + std::to_string(parent.rank()) +
                              " gave no communicator");
@@ -37,7 +38,8 @@ std::shared_ptr<Communicator> splitOrThrow(Communicator& parent, int color, int 
 
 }  // namespace
 
-ProcessGroups ProcessGroups::create(std::shared_ptr<Communicator> world, int tp, int pp, bool wrap) {
+ProcessGroups ProcessGroups::create(std::shared_ptr<Communicator> world, int tp, int pp, bool wrap,
+                                    int pipeline_traffic_class) {
   ProcessGroups g;
   g.layout = ParallelLayout::forWorld(world->size(), tp, pp);
   g.me = g.layout.coordinatesOf(world->rank());
@@ -65,8 +67,9 @@ ProcessGroups ProcessGroups::create(std::shared_ptr<Communicator> world, int tp,
       color = as_receiver;
       key = 1;
     }
-    auto activations = splitOrThrow(*g.pp, color, key, "pipeline-link");
-    auto gradients = splitOrThrow(*g.pp, color, key, "pipeline-link");
+    const Communicator::SplitOptions link_options{pipeline_traffic_class};
+    auto activations = splitOrThrow(*g.pp, color, key, "pipeline-link", link_options);
+    auto gradients = splitOrThrow(*g.pp, color, key, "pipeline-link", link_options);
     if (color == MSC_SPLIT_NOCOLOR) continue;
     PipelineLink& link = key == 0 ? g.next : g.previous;
     link.activations = activations;

@@ -47,7 +47,9 @@ struct ProcessGroups {
 
   /// Collective over `world`: every rank calls it with the same arguments. wrap: link the last pipeline rank
   /// back to the first (interleaved 1F1B).
-  static ProcessGroups create(std::shared_ptr<Communicator> world, int tp, int pp, bool wrap);
+  /// pipeline_traffic_class: the pipeline links' traffic class (Communicator::SplitOptions); -1 the world's.
+  static ProcessGroups create(std::shared_ptr<Communicator> world, int tp, int pp, bool wrap,
+                              int pipeline_traffic_class = -1);
 };
 
 }  // namespace megascale::trainer

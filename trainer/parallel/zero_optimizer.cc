@@ -88,6 +88,7 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
 ZeroOptimizer::~ZeroOptimizer() {
   for (Gpt<float>* chunk : chunks_) chunk->setParameterHooks(nullptr, nullptr);
   for (Bucket& b : buckets_) {  // the communicator still reads these buffers: let the operations land
+    if (b.tied) (void)b.tied->wait(options_.timeout);
     if (b.reduce) (void)b.reduce->wait(options_.timeout);
     if (b.gather) (void)b.gather->wait(options_.timeout);
   }
@@ -198,7 +199,11 @@ void ZeroOptimizer::rangeDone(int chunk, Gpt<float>::ParamRange range) {
   auto it = bucket_of_.find({chunk, range.begin});
   if (it == bucket_of_.end()) return;
   Bucket& b = buckets_[it->second];
-  if (--b.pending == 0 && options_.overlap && !b.deferred) launchReduce(b);
+  if (--b.pending != 0 || !options_.overlap) return;
+  // A deferred bucket's reduce-scatter starts in step(), in bucket order on every DP rank (a start on its
+  // all-reduce's completion would order the DP group's collectives by timing); its all-reduce starts now.
+  if (b.deferred) launchTiedEmbedding(b);
+  else launchReduce(b);
 }
 
 void ZeroOptimizer::launchReduce(Bucket& b) {
@@ -217,19 +222,11 @@ void ZeroOptimizer::launchReduce(Bucket& b) {
   }
 }
 
-void ZeroOptimizer::reduceTiedEmbedding() {
-  for (Gpt<float>* chunk : chunks_) {
-    if (!holdsTiedEmbedding(*chunk, groups_)) continue;
-    const ParamSpec& wte = chunk->parameterTable().front();
-    const Status status = groups_.embedding
-                              ->allReduce(chunk->gradients() + wte.offset, chunk->gradients() + wte.offset,
-                                          static_cast<size_t>(wte.size()), mscFloat32, mscSum)
-                              ->wait(options_.timeout);
-    if (!status.isOk()) {
-      throw Error(status.code(), "tied-embedding gradient all-reduce (world rank " +
-                                     std::to_string(groups_.world->rank()) + "): " + status.message());
-    }
-  }
+void ZeroOptimizer::launchTiedEmbedding(Bucket& b) {
+  Gpt<float>& chunk = *chunks_[static_cast<size_t>(b.chunk)];
+  const ParamSpec& wte = chunk.parameterTable().front();
+  float* grads = chunk.gradients() + wte.offset;
+  b.tied = groups_.embedding->allReduce(grads, grads, static_cast<size_t>(wte.size()), mscFloat32, mscSum);
 }
 
 void ZeroOptimizer::sumReplicatedAcrossTensorParallel() {
@@ -277,7 +274,13 @@ double ZeroOptimizer::globalGradientNorm() {
 }
 
 double ZeroOptimizer::step(double lr) {
-  reduceTiedEmbedding();
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (!b.deferred || b.reducing) continue;
+    if (!b.tied) launchTiedEmbedding(b);
+    waitFor(b.tied, "tied-embedding gradient all-reduce (first and last stage)", i);
+    b.tied.reset();
+  }
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& b = buckets_[i];
     if (!b.reducing) launchReduce(b);

@@ -99,7 +99,7 @@ class ZeroOptimizer {
     int pending = 0;            // ranges whose gradients are not final yet this step
     bool deferred = false;      // holds a tied embedding copy: moves after its all-reduce
     bool reducing = false;
-    std::shared_ptr<Work> reduce, gather;
+    std::shared_ptr<Work> tied, reduce, gather;  // tied: the embedding-group all-reduce of its wte copy
     std::chrono::steady_clock::time_point reduce_issued, gather_issued;
   };
 
@@ -116,7 +116,8 @@ class ZeroOptimizer {
   void gatherShards(std::vector<float> Bucket::*field, std::vector<std::vector<float>>& out);
   // The chunks' parameters rounded to bf16, as every rank holds them after a bf16 all-gather.
   void roundParameters();
-  void reduceTiedEmbedding();
+  /// Starts the all-reduce of the tied embedding's gradient between the first and last stage (b deferred).
+  void launchTiedEmbedding(Bucket& b);
   void sumReplicatedAcrossTensorParallel();
   double globalGradientNorm();
 

@@ -48,6 +48,7 @@ ParallelConfig parallelConfig(const TrainOptions& o, std::chrono::milliseconds t
   p.tp_chunks = o.tp_chunks;
   p.bucket_elements = o.bucket_params;
   p.dp_bf16_communication = o.dp_comm_precision == "bf16";
+  p.pp_traffic_class = o.pp_traffic_class;
   p.timeout = timeout;
   return p;
 }

@@ -111,6 +111,8 @@ const std::vector<Option>& options() {
       TEXT_OPTION("overlap", overlap, "communication overlapped with compute: any of tp,pp,dp, or none"),
       INT_OPTION("pp-extra-warmup", pp_extra_warmup,
                  "extra forwards in flight per downstream stage to hide transfer latency; -1 = auto"),
+      INT_OPTION("pp-traffic-class", pp_traffic_class,
+                 "IP TOS byte (DSCP << 2) of pipeline traffic, for switches with priority queues; -1 = default"),
       INT_OPTION("tp-chunks", tp_chunks, "pieces each TP all-gather / reduce-scatter is cut into"),
       INT_OPTION("bucket-params", bucket_params, "parameters per data-parallel gradient bucket"),
       TEXT_OPTION("dp-comm-precision", dp_comm_precision,
@@ -194,6 +196,10 @@ TrainOptions parseTrainOptions(int argc, char** argv, bool& help) {
   if (o.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
   if (o.tp < 1 || o.pp < 1 || o.virtual_stages < 1 || o.micro_batches < 1) {
     throw std::invalid_argument("--tp, --pp, --virtual-stages and --micro-batches must be at least 1");
+  }
+  if (o.pp_traffic_class < -1 || o.pp_traffic_class > 255) {
+    throw std::invalid_argument("--pp-traffic-class must be a TOS byte (0-255) or -1 (got " +
+                                std::to_string(o.pp_traffic_class) + ")");
   }
   if (o.pp_extra_warmup < -1) throw std::invalid_argument("--pp-extra-warmup must be -1 (auto) or at least 0");
   if (o.pp_extra_warmup == -1) o.pp_extra_warmup = o.overlaps("pp") && o.virtual_stages == 1 ? 1 : 0;

@@ -40,6 +40,7 @@ struct TrainOptions {
   // Extra forwards in flight per downstream pipeline stage (eager 1F1B); -1 = 1 with pp overlap and plain
   // 1F1B, else 0.
   int pp_extra_warmup = -1;
+  int pp_traffic_class = -1;  // TOS byte of the pipeline links' sockets; -1 = the system default
   int64_t bucket_params = 1 << 18;   // parameters per DP gradient bucket (about a GEMM of the main job)
   std::string dp_comm_precision = "auto";  // fp32, bf16, or auto: bf16 with --precision bf16
   std::string trace;                 // Chrome/Perfetto trace of every rank (written by world rank 0)

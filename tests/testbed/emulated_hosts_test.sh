@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The emulated link of testbed/emulated_hosts.sh: it carries its rate, and its priority queue lets traffic
+# marked DSCP >= 32 through at nearly the whole rate while a bulk flow fills the link. Needs root (77: skip).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "skipped: emulated hosts need root"; exit 77; }
+source testbed/emulated_hosts.sh
+hosts_up 2
+hosts_rate 100mbit
+flows=tests/testbed/link_flows.py
+port=5301
+
+# run_flows SPEC...: the receiver's lines (tos bytes seconds), one flow per SPEC (TOS:BYTES:DELAY_S).
+run_flows() {
+  local out
+  out=$(mktemp)
+  on_host 1 timeout 30 /usr/bin/python3 "$flows" serve "$(host_addr 1)" "$port" "$#" > "$out" &
+  local server=$!
+  sleep 0.5
+  on_host 0 timeout 30 /usr/bin/python3 "$flows" send "$(host_addr 1)" "$port" "$@"
+  wait "$server"
+  cat "$out"
+  rm -f "$out"
+  port=$((port + 1))
+}
+mbit() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b * 8 / s / 1e6 }'; }
+check() {  # check WHAT VALUE LOW HIGH
+  if [ "$2" -lt "$3" ] || [ "$2" -gt "$4" ]; then echo "FAIL: $1 = $2 Mbit/s, expected $3-$4"; exit 1; fi
+  echo "ok: $1 = $2 Mbit/s"
+}
+
+read -r _ bytes seconds < <(run_flows 0:6000000:0)
+check "one bulk flow on a 100 Mbit/s link" "$(mbit "$bytes" "$seconds")" 80 105
+
+# A 6 MB bulk flow, and 2 MB marked DSCP 46 (TOS 0xb8) starting once the bulk fills the queue.
+result=$(run_flows 0:6000000:0 0xb8:2000000:0.2)
+read -r _ _ _ <<< "$(sed -n 1p <<< "$result")"
+read -r tos bytes seconds <<< "$(sed -n 2p <<< "$result")"
+[ "$tos" = 184 ] || { echo "FAIL: the receiver saw flows $result"; exit 1; }
+check "the DSCP 46 flow beside a bulk flow" "$(mbit "$bytes" "$seconds")" 75 105
+echo "emulated link: rate and priority queue ok"
