@@ -74,6 +74,13 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
       }
     }
   }
+  // The next step's forwards read chunk 0 first (interleaved 1F1B runs its first micro-batches through chunk
+  // 0 before chunk 1), each chunk's buckets in the reverse of their gradient order.
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    for (size_t i = buckets_.size(); i-- > 0;) {
+      if (buckets_[i].chunk == static_cast<int>(c)) forward_order_.push_back(i);
+    }
+  }
   reloadMasterWeights();
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const int chunk = static_cast<int>(c);
@@ -345,10 +352,10 @@ double ZeroOptimizer::step(double lr) {
     }
   }
 
-  // Buckets in the order the next forward reads them (the reverse of backward's): each one's new parameters
-  // start back to every DP rank as soon as it is updated, so the first gathers move while the optimizer
-  // still updates the rest. Each gather is waited for by the forward that first reads the bucket.
-  for (size_t i = buckets_.size(); i-- > 0;) {
+  // Buckets in the order the next forward reads them: each one's new parameters start back to every DP rank
+  // as soon as it is updated, so the first gathers move while the optimizer still updates the rest. Each
+  // gather is waited for by the forward that first reads the bucket.
+  for (const size_t i : forward_order_) {
     Bucket& b = buckets_[i];
     for (const TensorPiece& p : b.pieces) {
       const int64_t o = p.shard_offset;

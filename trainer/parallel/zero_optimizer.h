@@ -71,6 +71,10 @@ class ZeroOptimizer {
   int64_t optimizerStateBytes() const;  // Adam moments of this rank's shards
   int64_t masterWeightBytes() const;    // fp32 master weights of this rank's shards
   int bucketCount() const { return static_cast<int>(buckets_.size()); }
+  /// The order step() updates buckets and starts their all-gathers: the next forward's reading order.
+  const std::vector<size_t>& gatherOrder() const { return forward_order_; }
+  /// The model chunk bucket i belongs to.
+  int bucketChunk(size_t i) const { return buckets_.at(i).chunk; }
 
   /// Where waits and collectives are timed (may be null).
   void setTimeline(Timeline* timeline) { timeline_ = timeline; }
@@ -126,6 +130,7 @@ class ZeroOptimizer {
   const ProcessGroups& groups_;
   int64_t dp_size_, dp_rank_;
   std::vector<Bucket> buckets_;
+  std::vector<size_t> forward_order_;  // bucket indices in the order the next forward reads them
   std::map<std::pair<int, int64_t>, size_t> bucket_of_;  // (chunk, range begin) -> bucket
   std::vector<int> tensor_base_;                         // first tensor index of each chunk
   int tensor_count_ = 0;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "trainer/kernels/bf16.h"
@@ -154,6 +155,33 @@ TEST(ParallelTrainerBf16Traffic, RanksHoldTheBf16ValuesOfExactMasterWeights) {
   for (int s = 0; s < kSteps; ++s) {
     EXPECT_NEAR(losses[0][static_cast<size_t>(s)], want[static_cast<size_t>(s)], 1e-2 * want[static_cast<size_t>(s)]);
   }
+}
+
+// Interleaved 1F1B's next step reads chunk 0 before chunk 1: the updated buckets' all-gathers start in that
+// order, each chunk's buckets in the reverse of their gradient order (its first layer first).
+TEST(ParallelTrainerZero, AllGathersStartInTheNextForwardsReadingOrder) {
+  testing::runRanks(4, [&](int, std::shared_ptr<Communicator> world) {
+    ParallelConfig p;
+    p.pp = 2;
+    p.virtual_stages = 2;
+    p.micro_batches = 2;
+    p.bucket_elements = 1500;
+    p.timeout = std::chrono::seconds(60);
+    ParallelTrainer trainer(model(), optimizerConfig(OptimizerKind::kAdamW), p, kBatch, world, 17, Precision::kFp32);
+    const ZeroOptimizer& zero = trainer.optimizer();
+    const std::vector<size_t>& order = zero.gatherOrder();
+    ASSERT_EQ(order.size(), static_cast<size_t>(zero.bucketCount()));
+    EXPECT_EQ(std::set<size_t>(order.begin(), order.end()).size(), order.size()) << "each bucket once";
+    EXPECT_EQ(zero.bucketChunk(order.front()), 0);
+    EXPECT_EQ(zero.bucketChunk(order.back()), 1);
+    for (size_t k = 1; k < order.size(); ++k) {
+      const int before = zero.bucketChunk(order[k - 1]), after = zero.bucketChunk(order[k]);
+      EXPECT_LE(before, after);
+      if (before == after) {
+        EXPECT_GT(order[k - 1], order[k]);
+      }
+    }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ParallelTrainerTest,
