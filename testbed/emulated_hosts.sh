@@ -59,10 +59,9 @@ rate_bits() {
 
 # The token bucket holds 1 ms of the rate (at least 64 KiB, one GSO segment): a larger bucket lets a whole
 # message through at memory speed and the link looks faster than its rate.
+#   rate_burst BITS_PER_S
 rate_burst() {
-  local bits bytes
-  bits=$(rate_bits "$1") || return
-  bytes=$((bits / 8 / 1000))
+  local bytes=$(($1 / 8 / 1000))
   echo $((bytes > 65536 ? bytes : 65536))
 }
 
@@ -72,7 +71,7 @@ rate_burst() {
 link_shape() {
   local i=$1 rate=$2 dev="${EMU_TAG}v$1" bits burst class
   bits=$(rate_bits "$rate") || return
-  burst=$(rate_burst "$rate")
+  burst=$(rate_burst "$bits")
   on_host "$i" tc qdisc del dev "$dev" root 2>/dev/null || true
   on_host "$i" tc qdisc add dev "$dev" root handle 1: htb default 20
   on_host "$i" tc class add dev "$dev" parent 1: classid 1:1 htb rate "${bits}bit" ceil "${bits}bit" \

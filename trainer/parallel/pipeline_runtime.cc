@@ -50,12 +50,14 @@ void PipelineRuntime::wait(const Transfer& transfer, const char* what, const Pip
     timeline_->communicationSpan(Wait::kPipeline, name, transfer.issued, transfer.work->finishedAt(),
                                  message_elements_ * static_cast<int64_t>(sizeof(float)));
   }
-  if (!status.isOk()) {
-    throw Error(status.code(), std::string("pipeline ") + what + " of micro-batch " + std::to_string(a.micro_batch) +
-                                   " chunk " + std::to_string(a.chunk) + " (world rank " +
-                                   std::to_string(groups_.world->rank()) + ", peer world rank " +
-                                   std::to_string(peer) + "): " + status.message());
-  }
+  if (!status.isOk()) throw transferError(status.code(), what, a, peer, status.message());
+}
+
+Error PipelineRuntime::transferError(ErrorCode code, const char* what, const PipeAction& a, int peer,
+                                     const std::string& cause) const {
+  return Error(code, std::string("pipeline ") + what + " of micro-batch " + std::to_string(a.micro_batch) +
+                         " chunk " + std::to_string(a.chunk) + " (world rank " + std::to_string(groups_.world->rank()) +
+                         ", peer world rank " + std::to_string(peer) + "): " + cause);
 }
 
 std::optional<PipelineRuntime::Transfer> PipelineRuntime::takeReceive(PipeOp op, const PipeAction& a) {
@@ -77,10 +79,9 @@ void PipelineRuntime::acknowledge(const PipelineLink& link, bool gradients) {
 
 void PipelineRuntime::post(PipeOp op, const PipeAction& a) {
   const bool gradient = op == PipeOp::kRecvGradient;
-  const PipelineLink& link = gradient ? groups_.next : groups_.previous;
   auto& pool = gradient ? gradients_in_ : activations_in_;
   receives_[{static_cast<int>(op), a.micro_batch, a.chunk}] =
-      transfer(link, gradient, false, buffer(pool, a).data(), message_elements_);
+      transfer(inputLink(gradient), gradient, false, buffer(pool, a).data(), message_elements_);
 }
 
 void PipelineRuntime::takeArrivedInputs(size_t position) {
@@ -102,7 +103,7 @@ void PipelineRuntime::takeArrivedInputs(size_t position) {
     Transfer& t = receives_[key];
     if (!t.acknowledged && t.work->test() && t.work->status().isOk()) {
       const bool gradient = op == PipeOp::kRecvGradient;
-      acknowledge(gradient ? groups_.next : groups_.previous, gradient);
+      acknowledge(inputLink(gradient), gradient);
       t.acknowledged = true;
     }
   }
@@ -110,7 +111,7 @@ void PipelineRuntime::takeArrivedInputs(size_t position) {
 
 void PipelineRuntime::waitDelivered(size_t position) {
   const auto link_of = [&](const PipeAction& a) -> const PipelineLink& {
-    return a.op == PipeOp::kSendGradient ? groups_.previous : groups_.next;
+    return outputLink(a.op == PipeOp::kSendGradient);
   };
   const auto what = [](const PipeAction& a) {
     return a.op == PipeOp::kSendGradient ? "send of a gradient" : "send of an activation";
@@ -133,12 +134,8 @@ void PipelineRuntime::waitDelivered(size_t position) {
       takeArrivedInputs(position);
       if (Clock::now() - t0 > timeout_) {
         const PipeAction& a = sends_[i].second;
-        throw Error(ErrorCode::kTimeout, std::string("pipeline ") + what(a) + " of micro-batch " +
-                                             std::to_string(a.micro_batch) + " chunk " + std::to_string(a.chunk) +
-                                             " (world rank " + std::to_string(groups_.world->rank()) +
-                                             ", peer world rank " + std::to_string(link_of(a).peer_global) +
-                                             "): not acknowledged by its receiver after " +
-                                             std::to_string(timeout_.count()) + " ms");
+        throw transferError(ErrorCode::kTimeout, what(a), a, link_of(a).peer_global,
+                            "not acknowledged by its receiver after " + std::to_string(timeout_.count()) + " ms");
       }
       (void)(data.test() ? ack : data).wait(std::chrono::milliseconds(1));
     }
@@ -166,7 +163,7 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
       post(op, a);
       t = takeReceive(op, a);
     }
-    const PipelineLink& link = gradient ? groups_.next : groups_.previous;
+    const PipelineLink& link = inputLink(gradient);
     wait(*t, gradient ? "receive of a gradient" : "receive of an activation", a, link.peer_global);
     if (!overlap_) {
       if (!t->acknowledged) acknowledge(link, gradient);
@@ -175,8 +172,7 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
     return buffer(gradient ? gradients_in_ : activations_in_, a).data();
   };
   const auto send = [&](bool gradient, const PipeAction& a) {
-    const PipelineLink& link = gradient ? groups_.previous : groups_.next;
-    sends_.emplace_back(transfer(link, gradient, true, buffer(gradient ? gradients_out_ : activations_out_, a).data(),
+    sends_.emplace_back(transfer(outputLink(gradient), gradient, true, buffer(gradient ? gradients_out_ : activations_out_, a).data(),
                                  message_elements_),
                         a);
   };

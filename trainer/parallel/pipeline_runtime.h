@@ -14,9 +14,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "common/status.h"
 #include "trainer/model/gpt.h"
 #include "trainer/monitor/timeline.h"
 #include "trainer/parallel/pipeline_schedule.h"
@@ -59,6 +61,12 @@ class PipelineRuntime {
   Transfer transfer(const PipelineLink& link, bool gradients, bool send, float* data, int64_t elements);
   /// data: the transfer carries a message (timed as communication, with bytes), not an acknowledgement.
   void wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer, bool data = true);
+  /// The error of transfer `what` of action a with world rank `peer`, naming both ranks.
+  Error transferError(ErrorCode code, const char* what, const PipeAction& a, int peer, const std::string& cause) const;
+  /// Where a compute's input comes from (activations: the previous stage; gradients: the next) and where
+  /// its output goes.
+  const PipelineLink& inputLink(bool gradient) const { return gradient ? groups_.next : groups_.previous; }
+  const PipelineLink& outputLink(bool gradient) const { return gradient ? groups_.previous : groups_.next; }
   std::optional<Transfer> takeReceive(PipeOp op, const PipeAction& a);
   void acknowledge(const PipelineLink& link, bool gradients);
   void post(PipeOp op, const PipeAction& a);
