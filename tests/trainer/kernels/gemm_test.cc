@@ -24,7 +24,8 @@ TEST_P(GemmBackendTest, MatchesTheReferenceLoop) {
   ASSERT_EQ(currentGemmBackend(), GetParam());
   const Case cases[] = {{Trans::kNo, Trans::kNo, 37, 45, 29, 0.0f},   {Trans::kYes, Trans::kNo, 13, 70, 300, 1.0f},
                         {Trans::kNo, Trans::kYes, 100, 33, 257, 0.5f}, {Trans::kYes, Trans::kYes, 25, 64, 31, 0.0f},
-                        {Trans::kNo, Trans::kNo, 200, 2100, 20, 1.0f}, {Trans::kNo, Trans::kNo, 1, 1, 1, 0.0f}};
+                        {Trans::kNo, Trans::kNo, 200, 2100, 20, 1.0f}, {Trans::kNo, Trans::kNo, 1, 1, 1, 0.0f},
+                        {Trans::kYes, Trans::kNo, 130, 47, 270, 0.0f}, {Trans::kYes, Trans::kYes, 101, 50, 513, 1.0f}};
   for (const Case& c : cases) {
     const int64_t pad = 3;
     const int64_t a_rows = c.ta == Trans::kNo ? c.m : c.k, a_cols = c.ta == Trans::kNo ? c.k : c.m;
