@@ -14,7 +14,8 @@ ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig
                                  const ParallelConfig& parallel, int64_t global_batch,
                                  std::shared_ptr<Communicator> world, uint64_t seed, Precision precision)
     : model_(model), parallel_(parallel), global_batch_(global_batch) {
-  const PipelineShape shape{parallel.pp, parallel.virtual_stages, parallel.micro_batches, parallel.pp_extra_warmup};
+  const PipelineShape shape{parallel.pp, parallel.virtual_stages, parallel.micro_batches, parallel.pp_extra_warmup,
+                            parallel.micro_batch_group};
   shape.validate();
   model.validate();
   const ParallelLayout layout = ParallelLayout::forWorld(world->size(), parallel.tp, parallel.pp);

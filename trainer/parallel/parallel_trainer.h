@@ -21,6 +21,7 @@ namespace megascale::trainer {
 struct ParallelConfig {
   int tp = 1, pp = 1, virtual_stages = 1, micro_batches = 1;
   int pp_extra_warmup = 0;  // PipelineShape::extra_warmup
+  int micro_batch_group = 0;  // PipelineShape::micro_batch_group (interleaved; 0 = pp)
   bool overlap_tp = true, overlap_pp = true, overlap_dp = true;
   int tp_chunks = 4;                    // pieces each TP all-gather / reduce-scatter is cut into (overlap on)
   int64_t bucket_elements = 1 << 20;    // DP gradient bucket

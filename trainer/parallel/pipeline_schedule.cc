@@ -16,13 +16,25 @@ void PipelineShape::validate() const {
   if (extra_warmup < 0) {
     throw std::invalid_argument("--pp-extra-warmup must be at least 0 (got " + std::to_string(extra_warmup) + ")");
   }
+  if (micro_batch_group < 0) {
+    throw std::invalid_argument("--microbatch-group-size must be at least 0 (got " + std::to_string(micro_batch_group) + ")");
+  }
+  if (micro_batch_group > 0 && virtual_stages == 1) {
+    throw std::invalid_argument("--microbatch-group-size needs --virtual-stages > 1");
+  }
   if (virtual_stages > 1) {
     // More forwards up front would break the interleaved order's groups of P micro-batches.
     if (extra_warmup > 0) throw std::invalid_argument("--pp-extra-warmup needs --virtual-stages 1");
     if (stages < 2) throw std::invalid_argument("--virtual-stages > 1 needs at least 2 pipeline stages");
-    if (micro_batches % stages != 0) {
+    if (group() < stages) {
+      throw std::invalid_argument("--microbatch-group-size (" + std::to_string(group()) +
+                                  ") must be at least the pipeline stages (" + std::to_string(stages) + ")");
+    }
+    if (micro_batches % group() != 0) {
       throw std::invalid_argument("interleaved 1F1B needs --micro-batches (" + std::to_string(micro_batches) +
-                                  ") to be a multiple of the pipeline stages (" + std::to_string(stages) + ")");
+                                  ") to be a multiple of " +
+                                  (micro_batch_group > 0 ? "--microbatch-group-size (" : "the pipeline stages (") +
+                                  std::to_string(group()) + ")");
     }
   }
 }
@@ -64,13 +76,14 @@ std::vector<Compute> computeOrder(const PipelineShape& s, int rank) {
     for (int i = m - warmup; i < m; ++i) order.push_back({false, i, 0});
     return order;
   }
-  // Interleaved: virtual micro-batch k walks the chunks in groups of p micro-batches; backward visits the
+  // Interleaved: virtual micro-batch k walks the chunks in groups of g micro-batches; backward visits the
   // chunks in reverse.
+  const int g = s.group();
   const int total = m * v;
-  const int warmup = m == p ? total : std::min((p - rank - 1) * 2 + (v - 1) * p, total);
-  const auto micro = [&](int k) { return (k / (p * v)) * p + k % p; };
-  const auto forward = [&](int k) { return Compute{true, micro(k), (k / p) % v}; };
-  const auto backward = [&](int k) { return Compute{false, micro(k), v - 1 - (k / p) % v}; };
+  const int warmup = m == p ? total : std::min((p - rank - 1) * 2 + (v - 1) * g, total);
+  const auto micro = [&](int k) { return (k / (g * v)) * g + k % g; };
+  const auto forward = [&](int k) { return Compute{true, micro(k), (k / g) % v}; };
+  const auto backward = [&](int k) { return Compute{false, micro(k), v - 1 - (k / g) % v}; };
   for (int k = 0; k < warmup; ++k) order.push_back(forward(k));
   for (int i = 0; i < total - warmup; ++i) {
     order.push_back(forward(warmup + i));

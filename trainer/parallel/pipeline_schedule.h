@@ -22,6 +22,12 @@ struct PipelineShape {
   // latency hides behind computing instead of sitting on the round trip to the last stage. Each hides up to
   // (forward + backward) / 2 of hop latency; each costs a micro-batch of activation memory per stage.
   int extra_warmup = 0;
+  // Interleaved: micro-batches per group (Megatron's microbatch group size per virtual stage; 0 = P). Each
+  // group runs through a chunk before the next chunk; larger groups put more computes between a chunk's last
+  // backward and the step's end (and its first forward and the start), where data parallelism's reduce-scatter
+  // and all-gather of that chunk run, at the cost of G - P more forwards in flight per extra chunk.
+  int micro_batch_group = 0;
+  int group() const { return micro_batch_group > 0 ? micro_batch_group : stages; }
   /// Throws std::invalid_argument naming the offending value.
   void validate() const;
 };

@@ -42,6 +42,7 @@ ParallelConfig parallelConfig(const TrainOptions& o, std::chrono::milliseconds t
   p.virtual_stages = o.virtual_stages;
   p.micro_batches = o.micro_batches;
   p.pp_extra_warmup = o.pp_extra_warmup;
+  p.micro_batch_group = o.micro_batch_group;
   p.overlap_tp = o.overlaps("tp");
   p.overlap_pp = o.overlaps("pp");
   p.overlap_dp = o.overlaps("dp");
@@ -96,7 +97,10 @@ class ParallelEngine final : public StepEngine {
     s << "parallel: " << g.layout.describe() << " (" << world_->size() << " ranks on " << hosts_ << " host"
       << (hosts_ > 1 ? "s" : "") << ", " << threads_ << " threads each), " << options_.micro_batches
       << " micro-batches of " << trainer_->microBatchSize();
-    if (options_.virtual_stages > 1) s << ", interleaved 1F1B with " << options_.virtual_stages << " virtual stages";
+    if (options_.virtual_stages > 1) {
+      s << ", interleaved 1F1B with " << options_.virtual_stages << " virtual stages";
+      if (options_.micro_batch_group > 0) s << " in groups of " << options_.micro_batch_group << " micro-batches";
+    }
     if (options_.pp > 1 && options_.pp_extra_warmup > 0) {
       s << ", eager 1F1B (" << options_.pp_extra_warmup << " more in flight per downstream stage)";
     }

@@ -111,6 +111,8 @@ const std::vector<Option>& options() {
       TEXT_OPTION("overlap", overlap, "communication overlapped with compute: any of tp,pp,dp, or none"),
       INT_OPTION("pp-extra-warmup", pp_extra_warmup,
                  "extra forwards in flight per downstream stage to hide transfer latency; -1 = auto"),
+      INT_OPTION("microbatch-group-size", micro_batch_group,
+                 "interleaved 1F1B: micro-batches that run through a chunk before the next; 0 = --pp"),
       INT_OPTION("pp-traffic-class", pp_traffic_class,
                  "IP TOS byte (DSCP << 2) of pipeline traffic, for switches with priority queues; -1 = default"),
       INT_OPTION("tp-chunks", tp_chunks, "pieces each TP all-gather / reduce-scatter is cut into"),

@@ -40,6 +40,7 @@ struct TrainOptions {
   // Extra forwards in flight per downstream pipeline stage (eager 1F1B); -1 = 1 with pp overlap and plain
   // 1F1B, else 0.
   int pp_extra_warmup = -1;
+  int micro_batch_group = 0;   // interleaved 1F1B: micro-batches per group through a chunk; 0 = pp
   int pp_traffic_class = -1;  // TOS byte of the pipeline links' sockets; -1 = the system default
   int64_t bucket_params = 1 << 18;   // parameters per DP gradient bucket (about a GEMM of the main job)
   std::string dp_comm_precision = "auto";  // fp32, bf16, or auto: bf16 with --precision bf16

@@ -25,6 +25,7 @@ struct Case {
   int world, tp, pp, virtual_stages, micro_batches;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   bool overlap = true;
+  int micro_batch_group = 0;
 };
 
 constexpr int kSteps = 3;
@@ -79,6 +80,7 @@ TEST_P(ParallelTrainerTest, MatchesTheSingleProcessTrainer) {
     p.pp = c.pp;
     p.virtual_stages = c.virtual_stages;
     p.micro_batches = c.micro_batches;
+    p.micro_batch_group = c.micro_batch_group;
     p.overlap_tp = p.overlap_pp = p.overlap_dp = c.overlap;
     p.tp_chunks = 2;
     p.bucket_elements = 1500;  // several buckets per chunk
@@ -188,6 +190,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ParallelTrainerTest,
                          ::testing::Values(Case{"micro4", 1, 1, 1, 1, 4}, Case{"dp2", 2, 1, 1, 1, 2},
                                            Case{"tp2", 2, 2, 1, 1, 1}, Case{"pp2", 2, 1, 2, 1, 2},
                                            Case{"pp2_v2", 2, 1, 2, 2, 2},
+                                           Case{"pp2_v2_group4", 2, 1, 2, 2, 4, OptimizerKind::kAdamW, true, 4},
                                            Case{"tp2_pp2_dp2", 8, 2, 2, 1, 1},
                                            Case{"tp2_dp2_lamb", 4, 2, 1, 1, 1, OptimizerKind::kLamb},
                                            Case{"pp2_dp2_no_overlap", 4, 1, 2, 1, 2, OptimizerKind::kAdamW, false},

@@ -137,6 +137,13 @@ TEST(PipelineSchedule, EveryShapeRunsToTheEndWithMatchedLinks) {
           EXPECT_TRUE(sim.finished) << "P" << p << " V" << v << " M" << m << " E" << extra << ": " << sim.error;
         }
       }
+      if (v == 1) continue;
+      for (int group : {p + 1, 2 * p, 3 * p}) {
+        for (int m : {group, 2 * group}) {
+          const Simulation sim = simulate({p, v, m, 0, group}, 1.0, 2.0, 0.7);
+          EXPECT_TRUE(sim.finished) << "P" << p << " V" << v << " M" << m << " G" << group << ": " << sim.error;
+        }
+      }
     }
   }
 }
@@ -167,6 +174,36 @@ TEST(PipelineSchedule, InterleavingShrinksTheBubble) {
   }
 }
 
+// Computes a rank runs after chunk c's last backward (where c's gradient reduce-scatter can hide) and before
+// its first forward (where its parameter all-gather can hide).
+std::pair<int, int> computesAroundChunk(const std::vector<PipeAction>& actions, int chunk, int micro_batches) {
+  std::vector<PipeAction> computes;
+  for (const PipeAction& a : actions) {
+    if (a.op == PipeOp::kForward || a.op == PipeOp::kBackward) computes.push_back(a);
+  }
+  int after = -1, before = -1;
+  for (size_t i = 0; i < computes.size(); ++i) {
+    if (computes[i] == PipeAction{PipeOp::kBackward, micro_batches - 1, chunk}) after = static_cast<int>(computes.size() - 1 - i);
+    if (before < 0 && computes[i] == PipeAction{PipeOp::kForward, 0, chunk}) before = static_cast<int>(i);
+  }
+  return {after, before};
+}
+
+TEST(PipelineSchedule, LargerMicroBatchGroupsWidenTheDataParallelWindows) {
+  const int m = 16;
+  // Chunk 0 takes micro-batches 0-3 before chunk 1 does (groups of P = 2 would alternate after two).
+  EXPECT_EQ(describe(pipelineSchedule({2, 2, 8, 0, 4}, 0)).substr(0, 60),
+            "F0.0 sA0.0 F1.0 sA1.0 F2.0 sA2.0 rA0.1 F3.0 sA3.0 rA1.1 F0.1");
+  for (int p : {2, 4}) {
+    const auto plain = computesAroundChunk(pipelineSchedule({p, 2, m}, 0), 1, m);
+    const auto grouped = computesAroundChunk(pipelineSchedule({p, 2, m, 0, 2 * p}, 0), 1, m);
+    EXPECT_EQ(plain, std::make_pair(p, p)) << "P" << p;
+    EXPECT_EQ(grouped, std::make_pair(2 * p, 2 * p)) << "P" << p;
+    // The bubble stays that of interleaving.
+    EXPECT_DOUBLE_EQ(simulate({p, 2, m, 0, 2 * p}, 1.0, 2.0).makespan, simulate({p, 2, m}, 1.0, 2.0).makespan);
+  }
+}
+
 TEST(PipelineSchedule, EagerWarmupHidesHopLatencyUpToHalfAComputeCycle) {
   for (int p = 2; p <= 5; ++p) {
     for (int m : {p, 2 * p, 8}) {
@@ -194,6 +231,10 @@ TEST(PipelineSchedule, BadShapesAreRefusedWithTheValue) {
   EXPECT_THROW(pipelineSchedule({2, 1, 2}, 2), std::invalid_argument);
   EXPECT_THROW(pipelineSchedule({2, 1, 2, -1}, 0), std::invalid_argument);
   EXPECT_THROW(pipelineSchedule({2, 2, 4, 1}, 0), std::invalid_argument);  // eager warm-up is for plain 1F1B
+  EXPECT_THROW(pipelineSchedule({2, 1, 4, 0, 2}, 0), std::invalid_argument);  // groups are for interleaving
+  EXPECT_THROW(pipelineSchedule({4, 2, 8, 0, 2}, 0), std::invalid_argument);  // a group smaller than P
+  EXPECT_THROW(pipelineSchedule({2, 2, 8, 0, 3}, 0), std::invalid_argument);  // M not a multiple of G
+  EXPECT_THROW(pipelineSchedule({2, 2, 8, 0, -1}, 0), std::invalid_argument);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ TEST(TrainOptions, MistakesNameTheFlagOrLine) {
   EXPECT_NE(message({"--precision", "fp8"}).find("--precision"), std::string::npos);
   EXPECT_NE(message({"--pp-traffic-class", "300"}).find("--pp-traffic-class must be a TOS byte"), std::string::npos);
   EXPECT_EQ(parse({"--pp-traffic-class", "184"}).pp_traffic_class, 184);
+  EXPECT_EQ(parse({"--pp", "2", "--virtual-stages", "2", "--microbatch-group-size", "4"}).micro_batch_group, 4);
   const std::string path = ::testing::TempDir() + "/bad.conf";
   std::ofstream(path) << "layers = 2\nthis line has no equals sign\n";
   EXPECT_NE(message({"--config", path}).find("bad.conf:2"), std::string::npos);
