@@ -84,28 +84,34 @@ void PipelineRuntime::post(PipeOp op, const PipeAction& a) {
       transfer(inputLink(gradient), gradient, false, buffer(pool, a).data(), message_elements_);
 }
 
-void PipelineRuntime::takeArrivedInputs(size_t position) {
-  bool want_activation = true, want_gradient = true;
+void PipelineRuntime::takeArrivedInputs(size_t position, std::optional<PipeOp> awaiting) {
+  // Each input link is a FIFO: walk its receives in schedule order, taking and acknowledging every one that has
+  // arrived, up to the first that has not. Taking only the next one deadlocks when a neighbour sends several
+  // messages before it waits for one of ours (interleaved 1F1B in groups larger than P). The link of an input
+  // still awaited is left alone: a receive posted behind it would hold up its acknowledgement, which travels
+  // on the same link after it.
+  bool want_activation = awaiting != PipeOp::kRecvActivation, want_gradient = awaiting != PipeOp::kRecvGradient;
   for (size_t i = position + 1; i < schedule_.size() && (want_activation || want_gradient); ++i) {
     const PipeAction& a = schedule_[i];
     PipeOp op;
     if (want_activation && a.op == PipeOp::kForward && !isFirstStage(shape_, groups_.me.pp, a.chunk)) {
       op = PipeOp::kRecvActivation;
-      want_activation = false;
     } else if (want_gradient && a.op == PipeOp::kBackward && !isLastStage(shape_, groups_.me.pp, a.chunk)) {
       op = PipeOp::kRecvGradient;
-      want_gradient = false;
     } else {
       continue;
     }
+    const bool gradient = op == PipeOp::kRecvGradient;
     const std::tuple<int, int, int> key{static_cast<int>(op), a.micro_batch, a.chunk};
     if (!receives_.count(key)) post(op, a);
     Transfer& t = receives_[key];
-    if (!t.acknowledged && t.work->test() && t.work->status().isOk()) {
-      const bool gradient = op == PipeOp::kRecvGradient;
+    if (t.acknowledged) continue;
+    if (t.work->test() && t.work->status().isOk()) {
       acknowledge(inputLink(gradient), gradient);
       t.acknowledged = true;
+      continue;
     }
+    (gradient ? want_gradient : want_activation) = false;
   }
 }
 
@@ -164,6 +170,16 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
       t = takeReceive(op, a);
     }
     const PipelineLink& link = inputLink(gradient);
+    if (!overlap_) {
+      // Meanwhile take the inputs after this one: the peer may wait for our acknowledgement of one of them
+      // before it sends the one we wait for.
+      const auto t0 = Clock::now();
+      while (!t->work->test() && Clock::now() - t0 < timeout_) {
+        takeArrivedInputs(position, op);
+        (void)t->work->wait(std::chrono::milliseconds(1));
+      }
+      if (timeline_ != nullptr) timeline_->waitSpan(Wait::kPipeline, t0, Clock::now());
+    }
     wait(*t, gradient ? "receive of a gradient" : "receive of an activation", a, link.peer_global);
     if (!overlap_) {
       if (!t->acknowledged) acknowledge(link, gradient);

@@ -73,9 +73,10 @@ class PipelineRuntime {
   /// Waits for the pending sends; with overlap off, until their receivers acknowledge them, taking the
   /// inputs of the computes after schedule position `position` meanwhile.
   void waitDelivered(size_t position);
-  /// No overlap: posts the next activation and gradient receive the schedule wants after `position` and
-  /// acknowledges those that have arrived.
-  void takeArrivedInputs(size_t position);
+  /// No overlap: on each input link but that of `awaiting` (an input not yet arrived), posts the receives the
+  /// schedule wants after `position` in order and acknowledges every one that has arrived, up to the first
+  /// that has not.
+  void takeArrivedInputs(size_t position, std::optional<PipeOp> awaiting = std::nullopt);
 
   PipelineShape shape_;
   const ProcessGroups& groups_;
