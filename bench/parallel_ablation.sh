@@ -5,7 +5,7 @@
 # overlap off. Columns: step time, tokens/s, exposed communication per step (the ranks' waits beyond the
 # compute-only run's, which are pipeline bubble), and the compute-only step (same layout, links unlimited)
 # as the ideal. Needs root.
-# Each row (and the ideal) is the best of REPEATS runs (default 2): ranks time-sharing 2 cores make whole runs
+# Each row (and the ideal) is the best of REPEATS runs (default 3): ranks time-sharing 2 cores make whole runs
 # of one configuration differ by 10-20%. Pipeline traffic is marked DSCP 46 (--pp-traffic-class), which the
 # emulated switch ports queue ahead of the data-parallel bulk, as a cluster's traffic classes would.
 #   REPEATS=N bench/parallel_ablation.sh [BUILD_DIR] [STEPS]
@@ -18,7 +18,8 @@ steps=${2:-14}
 # forwards in flight hide; only the fill's and drain's hops stay.
 # 4 hosts: interleaved 1F1B with 2 model chunks per rank. Data parallelism's reduce-scatter can only start once
 # a chunk's last backward ran, and its all-gather must end before that chunk's first forward; with one chunk
-# both sit at the step's edges, with two the second chunk's traffic runs beside the first chunk's computes.
+# both sit at the step's edges, with two the second chunk's traffic runs beside the first chunk's computes:
+# in groups of 8 micro-batches (--microbatch-group-size) 8 of them rather than P = 2.
 pp_extra_warmup=${PP_EXTRA_WARMUP:-2}
 pp_traffic_class=184  # DSCP 46 (expedited forwarding) << 2
 source testbed/emulated_hosts.sh
@@ -89,7 +90,7 @@ step_s() { median "$1" step_seconds; }
 best_of() {
   local name=$1 best="" k
   shift
-  for ((k = 1; k <= ${REPEATS:-2}; k++)); do
+  for ((k = 1; k <= ${REPEATS:-3}; k++)); do
     run_ours "$hosts" "$name.$k" "$@"
     if [ -z "$best" ] || /usr/bin/python3 -c "import sys; sys.exit(0 if $(step_s "$RESULT") < $(step_s "$best") else 1)"; then
       best=$RESULT
@@ -102,7 +103,7 @@ echo "megascale parallel ablation (MegaScale Table 3) on $(grep -m1 'model name'
 echo "GEMM: ours-avx512 for every run; model: ${model[*]:0:12}"
 for hosts in ${HOSTS:-2 4}; do
   if [ "$hosts" = 2 ]; then desc="pp2 x dp1" micro=32 layout=(--pp 2 --micro-batches 32)
-  else desc="pp2 x dp2, 2 virtual stages" micro=16 layout=(--pp 2 --virtual-stages 2 --micro-batches 16); fi
+  else desc="pp2 x dp2, 2 virtual stages in groups of 8" micro=16 layout=(--pp 2 --virtual-stages 2 --microbatch-group-size 8 --micro-batches 16); fi
   hosts_down
   hosts_up "$hosts"
   hosts_rate none
