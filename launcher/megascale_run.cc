@@ -14,6 +14,7 @@
 #include "collectives/bootstrap/unique_id.h"
 #include "common/config.h"
 #include "common/crypto.h"
+#include "launcher/print_topology.h"
 #include "launcher/process_group.h"
 
 namespace {
@@ -31,7 +32,10 @@ void usage(FILE* out) {
                "  --rank-offset R      global rank of this host's first rank (default 0)\n"
                "  --job-id ID          job id shared by all hosts (default: random; required with --world-size)\n"
                "  --grace-ms MS        after a rank fails, time the others get before SIGKILL (default 3000)\n"
-               "  --print-config       print every MEGASCALE_* knob with its value and exit\n");
+               "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
+               "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
+               "                       --store, every host's megascale-run prints the whole cluster\n"
+               "  --topology FILE      the switch tree in Slurm topology.conf syntax (default MEGASCALE_TOPO_FILE)\n");
 }
 
 int parseCount(const char* flag, const char* text, int min) {
@@ -49,7 +53,8 @@ int parseCount(const char* flag, const char* text, int min) {
 int main(int argc, char** argv) {
   using namespace megascale;
   int nproc = -1, world_size = -1, rank_offset = 0, grace_ms = 3000;
-  std::string store_url, job_id;
+  std::string store_url, job_id, topology_file = config::getString("MEGASCALE_TOPO_FILE");
+  bool print_topology = false;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -66,6 +71,8 @@ int main(int argc, char** argv) {
     else if (a == "--rank-offset") rank_offset = parseCount("--rank-offset", value("--rank-offset"), 0);
     else if (a == "--job-id") job_id = value("--job-id");
     else if (a == "--grace-ms") grace_ms = parseCount("--grace-ms", value("--grace-ms"), 0);
+    else if (a == "--topology") topology_file = value("--topology");
+    else if (a == "--print-topology") print_topology = true;
     else if (a == "--print-config") {
       config::printConfig(stdout);
       return 0;
@@ -83,7 +90,8 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  if (nproc < 1 || i >= argc) {
+  if (print_topology && nproc < 1) nproc = 1;
+  if (nproc < 1 || (i >= argc && !print_topology)) {
     usage(stderr);
     return 2;
   }
@@ -121,6 +129,18 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "megascale-run: %s\n", e.what());
     return 2;
+  }
+
+  if (print_topology) {
+    try {
+      launcher::TopologyQuery query{nproc, world_size, rank_offset, topology_file, store_url.empty() ? nullptr : &id,
+                                    config::timeout()};
+      std::fputs(launcher::describeCluster(query).c_str(), stdout);
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "megascale-run --print-topology: %s\n", e.what());
+      return 1;
+    }
   }
 
   struct sigaction sa {};
