@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # megascale-train (data parallel, ZeRO-2, every overlap on) against PyTorch DistributedDataParallel (gloo,
 # bucketed all-reduce overlapped with backward; bench/baselines/torch_ddp_gpt.py) on the same emulated hosts
-# (testbed/emulated_hosts.sh, one rank per host, each pinned to a core of its own while there are enough),
+# (testbed/emulated_cluster.sh, one rank per host, each pinned to a core of its own while there are enough),
 # the same GPT and global batch, at a link rate. Prints tokens/s and exposed communication per step side by
 # side, both as the step at the rate less the step with free communication (ours: unlimited links; DDP:
 # no_sync). In fp32 and in bf16 mixed precision (ours --precision bf16; DDP under autocast, PyTorch's way);
@@ -15,7 +15,7 @@ rate=${2:-400}
 shift $(( $# >= 2 ? 2 : $# ))
 host_counts=("$@")
 [ ${#host_counts[@]} -gt 0 ] || host_counts=(2 4)
-source testbed/emulated_hosts.sh
+source testbed/emulated_cluster.sh
 out=$(mktemp -d)
 trap 'hosts_down; rm -rf "$out"' EXIT
 cores=$(nproc)
@@ -55,7 +55,7 @@ ddp() {  # ddp HOSTS: sets DDP_JSON
   local hosts=$1 i pids=() port=$((33000 + RANDOM % 1000))
   for ((i = 0; i < hosts; i++)); do
     ip netns exec "${EMU_TAG}h$i" env RANK=$i WORLD_SIZE="$hosts" MASTER_ADDR="$(host_addr 0)" MASTER_PORT=$port \
-      GLOO_SOCKET_IFNAME="${EMU_TAG}v$i" taskset -c $((i % cores)) /usr/bin/python3 bench/baselines/torch_ddp_gpt.py \
+      GLOO_SOCKET_IFNAME=rail0 taskset -c $((i % cores)) /usr/bin/python3 bench/baselines/torch_ddp_gpt.py \
       "${shape[@]}" --steps "$steps" --threads 1 --precision "$precision" > "$out/ddp.$i.log" 2>&1 &
     pids+=($!)
   done

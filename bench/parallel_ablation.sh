@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MegaScale's Table 3 for this machine: the 3D-parallel trainer on 2 and 4 emulated hosts (network namespaces
-# through a bridge, testbed/emulated_hosts.sh), one rank per host, with each kind of overlap switched on in
+# through a bridge, testbed/emulated_cluster.sh), one rank per host, with each kind of overlap switched on in
 # turn. The link rate (tc tbf) is picked by the script so that communication takes 30-60% of a step with every
 # overlap off. Columns: step time, tokens/s, exposed communication per step (the ranks' waits beyond the
 # compute-only run's, which are pipeline bubble), and the compute-only step (same layout, links unlimited)
@@ -22,7 +22,7 @@ steps=${2:-14}
 # in groups of 8 micro-batches (--microbatch-group-size) 8 of them rather than P = 2.
 pp_extra_warmup=${PP_EXTRA_WARMUP:-2}
 pp_traffic_class=184  # DSCP 46 (expedited forwarding) << 2
-source testbed/emulated_hosts.sh
+source testbed/emulated_cluster.sh
 out=$(mktemp -d)
 trap 'hosts_down; rm -rf "$out"' EXIT
 [ -x "$build/trainer/megascale-train" ] || { echo "parallel_ablation: build first" >&2; exit 2; }

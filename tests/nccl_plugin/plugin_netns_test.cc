@@ -1,4 +1,4 @@
-// Two hosts (network namespaces joined by a veth cable, tests/two_host_network.h): a transfer through the plugin
+// Two hosts of the emulated cluster (testbed/emulated_cluster.h): a transfer through the plugin
 // whose cable is pulled mid-message. Nothing tells either side, yet both must see ncclSystemError from test()
 // within MEGASCALE_TIMEOUT_MS (plus keepalive's first probe), not after the kernel's ~15 minutes, and never hang.
 #include <gtest/gtest.h>
@@ -8,12 +8,12 @@
 #include <string>
 #include <thread>
 
-#include "two_host_network.h"
+#include "testbed/emulated_cluster.h"
 
 namespace megascale {
 namespace {
 
-using test_support::TwoHostNetwork;
+using testbed::EmulatedCluster;
 
 // A peer program and the lines it prints.
 class Peer {
@@ -35,14 +35,14 @@ class Peer {
 };
 
 TEST(PluginTwoHosts, APulledCableFailsBothSidesWithinTheTimeout) {
-  const std::string why = TwoHostNetwork::unavailableReason();
+  const std::string why = EmulatedCluster::unavailableReason();
   if (!why.empty()) GTEST_SKIP() << why;
-  TwoHostNetwork net;
+  EmulatedCluster net(2);
   ASSERT_TRUE(net.ok()) << "could not build the namespaces";
-  ASSERT_TRUE(net.limitRate(1, "200mbit"));  // 1 GiB would take ~40 s: the cut lands mid-message
+  ASSERT_TRUE(net.limitRate("200mbit"));  // 1 GiB would take ~40 s: the cut lands mid-message
   const std::string size = std::to_string(size_t{1} << 30);
   auto peer = [&](int host, const std::string& args) {
-    return net.on(host, "env MEGASCALE_NET_IF==" + net.interface(host) + " MEGASCALE_TIMEOUT_MS=2000 " +
+    return net.on(host, "env MEGASCALE_NET_IF==" + EmulatedCluster::nic() + " MEGASCALE_TIMEOUT_MS=2000 " +
                             MEGASCALE_HELPER_PATH " " MEGASCALE_NCCL_PLUGIN_PATH " " + args);
   };
   Peer receiver(peer(0, "recv " + size));

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The emulated link of testbed/emulated_hosts.sh: it carries its rate, and its priority queue lets traffic
+# The emulated link of testbed/emulated_cluster.sh: it carries its rate, and its priority queue lets traffic
 # marked DSCP >= 32 through at nearly the whole rate while a bulk flow fills the link. Needs root (77: skip).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "skipped: emulated hosts need root"; exit 77; }
-source testbed/emulated_hosts.sh
+source testbed/emulated_cluster.sh
 hosts_up 2
 hosts_rate 100mbit
 flows=tests/testbed/link_flows.py

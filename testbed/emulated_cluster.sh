@@ -1,0 +1,151 @@
+# The emulated cluster for tests, benchmarks and users on one machine (source this file; needs root and
+# iproute2). H hosts are network namespaces; each host has R rails, one veth "NIC" per rail (named rail0,
+# rail1, ... inside the host), and rail r's NICs meet in a bridge of their own in the root namespace: the ToR
+# switch of that rail, as MegaScale cables servers (a NIC per rail, a ToR per rail). Rail r's addresses are
+# 10.(214+r).0.(i+1)/24. Every egress has a tc shaper for the link rate. Traffic stays in the namespaces and
+# bridges; nothing touches the machine's outward interface.
+#   cluster_up H [R]     make hosts 0..H-1 with R rails (default 1); unless EMU_PERSIST=1, they are removed
+#                        again when the shell exits (cluster_down runs from an EXIT trap)
+#   hosts_up H           cluster_up H 1
+#   hosts_rate RATE      limit every NIC's egress ("500mbit"; kbit, mbit or gbit), or "none"; each link has two
+#                        priority queues, as a datacenter switch port has: IP precedence 4-7 (DSCP >= 32) first
+#   link_down I [RAIL]   pull host I's cable on RAIL (default 0): nothing passes and no one is told
+#   link_up I [RAIL]     plug it back in
+#   on_host I CMD...     run CMD inside host I, with MEGASCALE_HOST_NAME set to the host's name
+#   host_name I          host I's name (its namespace)
+#   host_addr I [RAIL]   host I's address on RAIL (default 0)
+#   write_topology FILE  the cluster's switches in Slurm topology.conf syntax (megascale-run --topology FILE)
+#   cluster_down         remove hosts and bridges
+#   cluster_remove TAG   remove every namespace and bridge whose name starts with TAG (a cluster left behind)
+
+EMU_TAG=${EMU_TAG:-ms$$}
+# Jumbo frames, as datacenter links run them: the emulated path's per-packet kernel work runs on the cores that
+# also compute (a NIC does it on a real host); at 1500 bytes it slowed a 200 Mbit/s pipeline run's compute by 25%.
+EMU_MTU=${EMU_MTU:-9000}
+EMU_HOSTS=0
+EMU_RAILS=1
+EMU_MAX_HOSTS=250
+EMU_MAX_RAILS=8
+
+host_name() { echo "${EMU_TAG}h$1"; }
+host_addr() { echo "10.$((214 + ${2:-0})).0.$(($1 + 1))"; }
+on_host() { local i=$1; shift; ip netns exec "$(host_name "$i")" env MEGASCALE_HOST_NAME="$(host_name "$i")" "$@"; }
+# The root-namespace end of host I's cable on RAIL, and the switch (bridge) of RAIL.
+switch_port() { echo "${EMU_TAG}p$1r${2:-0}"; }
+rail_switch() { echo "${EMU_TAG}r$1"; }
+
+cluster_remove() {
+  local tag=$1 name
+  [ -n "$tag" ] || return 0
+  for name in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+    [[ $name == "$tag"h* ]] && ip netns del "$name" 2>/dev/null
+  done
+  for name in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}'); do
+    [[ $name == "$tag"r* ]] && ip link del "$name" 2>/dev/null
+  done
+  return 0
+}
+
+cluster_down() {
+  cluster_remove "$EMU_TAG"
+  EMU_HOSTS=0
+}
+hosts_down() { cluster_down; }
+
+cluster_up() {
+  local count=$1 rails=${2:-1} i r
+  if [ "$(id -u)" != 0 ]; then echo "emulated cluster: needs root (ip netns)" >&2; return 77; fi
+  if ! [[ $count =~ ^[0-9]+$ ]] || ((count < 1 || count > EMU_MAX_HOSTS)); then
+    echo "emulated cluster: hosts must be 1-$EMU_MAX_HOSTS, got '$count'" >&2; return 2
+  fi
+  if ! [[ $rails =~ ^[0-9]+$ ]] || ((rails < 1 || rails > EMU_MAX_RAILS)); then
+    echo "emulated cluster: rails must be 1-$EMU_MAX_RAILS, got '$rails'" >&2; return 2
+  fi
+  if [ "${EMU_PERSIST:-0}" != 1 ]; then
+    [ -n "$(trap -p EXIT)" ] || trap cluster_down EXIT  # a caller's EXIT trap already calls cluster_down
+    trap 'cluster_down; exit 130' INT
+    trap 'cluster_down; exit 143' TERM
+  fi
+  EMU_RAILS=$rails
+  for ((r = 0; r < rails; r++)); do
+    ip link add "$(rail_switch "$r")" type bridge || return
+    ip link set "$(rail_switch "$r")" mtu "$EMU_MTU" up
+  done
+  for ((i = 0; i < count; i++)); do
+    EMU_HOSTS=$((i + 1))
+    ip netns add "$(host_name "$i")" || return
+    for ((r = 0; r < rails; r++)); do
+      ip link add "rail$r" netns "$(host_name "$i")" type veth peer name "$(switch_port "$i" "$r")" || return
+      ip link set "$(switch_port "$i" "$r")" mtu "$EMU_MTU" master "$(rail_switch "$r")" up
+      ip -n "$(host_name "$i")" addr add "$(host_addr "$i" "$r")/24" dev "rail$r"
+      ip -n "$(host_name "$i")" link set "rail$r" mtu "$EMU_MTU" up
+    done
+    ip -n "$(host_name "$i")" link set lo up
+    # A training step's transfers come in bursts with idle gaps; restarting slow start after each gap (the
+    # kernel's default) makes a transfer's time depend on the gap before it. Clusters tuned for this turn it off.
+    ip netns exec "$(host_name "$i")" sysctl -qw net.ipv4.tcp_slow_start_after_idle=0
+  done
+}
+hosts_up() { cluster_up "$1" 1; }
+
+link_down() { ip -n "$(host_name "$1")" link set "rail${2:-0}" down; }
+link_up() { ip -n "$(host_name "$1")" link set "rail${2:-0}" up; }
+
+write_topology() {
+  local file=$1 r last=$((EMU_HOSTS - 1))
+  {
+    echo "# emulated cluster $EMU_TAG: $EMU_HOSTS hosts, $EMU_RAILS rails, a switch per rail"
+    for ((r = 0; r < EMU_RAILS; r++)); do
+      echo "SwitchName=$(rail_switch "$r") Nodes=${EMU_TAG}h[0-$last]"
+    done
+  } > "$file"
+}
+
+# rate_bits RATE: RATE ("500mbit"; kbit, mbit or gbit) in bit/s.
+rate_bits() {
+  local rate=$1 number unit
+  number=${rate%%[a-z]*} unit=${rate#"$number"}
+  case $unit in kbit) echo $((number * 1000)) ;; mbit) echo $((number * 1000000)) ;;
+                gbit) echo $((number * 1000000000)) ;; *) echo "emulated cluster: rate '$rate' (use kbit, mbit, gbit)" >&2; return 2 ;; esac
+}
+
+# The token bucket holds 1 ms of the rate (at least 64 KiB, one GSO segment): a larger bucket lets a whole
+# message through at memory speed and the link looks faster than its rate.
+#   rate_burst BITS_PER_S
+rate_burst() {
+  local bytes=$(($1 / 8 / 1000))
+  echo $((bytes > 65536 ? bytes : 65536))
+}
+
+# link_shape I RAIL RATE: host I's egress on RAIL at RATE with two priority queues, as a switch port has:
+# traffic with IP precedence 4-7 (DSCP >= 32, the TOS byte's top bit) goes first, the rest shares what it
+# leaves. Each queue holds 100 ms of the rate.
+link_shape() {
+  local i=$1 dev="rail$2" rate=$3 bits burst class
+  bits=$(rate_bits "$rate") || return
+  burst=$(rate_burst "$bits")
+  on_host "$i" tc qdisc del dev "$dev" root 2>/dev/null || true
+  on_host "$i" tc qdisc add dev "$dev" root handle 1: htb default 20
+  on_host "$i" tc class add dev "$dev" parent 1: classid 1:1 htb rate "${bits}bit" ceil "${bits}bit" \
+    burst "$burst" cburst "$burst" quantum 65536
+  for class in 10 20; do
+    # A queue's own guarantee is 1% of the link; it borrows the rest in priority order (1:10 first).
+    on_host "$i" tc class add dev "$dev" parent 1:1 classid "1:$class" htb rate "$((bits / 100))bit" \
+      ceil "${bits}bit" burst "$burst" cburst "$burst" prio "$((class / 10 - 1))" quantum 65536
+    on_host "$i" tc qdisc add dev "$dev" parent "1:$class" bfifo limit "$((bits / 8 / 10 > 131072 ? bits / 80 : 131072))"
+  done
+  on_host "$i" tc filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip tos 0x80 0x80 flowid 1:10
+}
+
+hosts_rate() {
+  local rate=$1 i r
+  for ((i = 0; i < EMU_HOSTS; i++)); do
+    for ((r = 0; r < EMU_RAILS; r++)); do
+      if [ "$rate" = none ]; then
+        on_host "$i" tc qdisc del dev "rail$r" root 2>/dev/null || true
+      else
+        link_shape "$i" "$r" "$rate" || return
+      fi
+    done
+  done
+}
