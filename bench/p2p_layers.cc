@@ -7,6 +7,7 @@
 #include "common/config.h"
 #include "common/crypto.h"
 #include "transport/net_transport.h"
+#include "transport/registry.h"
 
 namespace megascale::bench {
 
@@ -27,7 +28,7 @@ class TransportLayer : public P2pLayer {
   explicit TransportLayer(const std::string& bind_address) {
     options_ = transport::transportOptionsFromConfig();
     options_.bind_address = bind_address;
-    name_ = transport::resolveNetTransport(config::getString("MEGASCALE_NET_TRANSPORT"));
+    name_ = transport::networkTransport(config::getString("MEGASCALE_TRANSPORT"));
   }
   std::string name() const override { return "transport"; }
   std::string description() const override {

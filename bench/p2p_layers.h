@@ -35,7 +35,7 @@ class P2pLayer {
   virtual void close() = 0;
 };
 
-/// The network transport MEGASCALE_NET_TRANSPORT names, with the knobs the plugin would use, on `bind_address`.
+/// The network transport MEGASCALE_TRANSPORT names (its network transport), with the knobs the plugin would use, on `bind_address`.
 std::unique_ptr<P2pLayer> makeTransportLayer(const std::string& bind_address);
 
 /// The plugin at `path`, version `version` ("" = newest it exports), device 0. Throws if it cannot be loaded or

@@ -9,7 +9,12 @@
 #include "collectives/bootstrap/store.h"
 #include "collectives/dtype.h"
 #include "collectives/executor.h"
+#include "topology/host_record.h"
+#include "transport/address_list.h"
 #include "transport/net_transport.h"
+#include "transport/registry.h"
+#include "transport/shm/shm_transport.h"
+#include "collectives/algorithms/algorithms.h"
 #include "common/config.h"
 #include "common/log.h"
 
@@ -23,10 +28,11 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   std::string algo = config::getString("MEGASCALE_ALGO");
   Algorithm a = Algorithm::kAuto;
   bool valid = parseAlgorithm(algo, &a) && (a == Algorithm::kAuto || a == Algorithm::kRing ||
-                                             a == Algorithm::kRecursiveHalvingDoubling || a == Algorithm::kDirect);
-  o.allreduce_algorithm = a;
+                                             a == Algorithm::kRecursiveHalvingDoubling || a == Algorithm::kDirect ||
+                                             a == Algorithm::kHierarchical);
+  o.algorithm = a;
   if (!valid) {
-    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, rhd or direct");
+    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, rhd, direct or hier");
   }
   o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
   o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));
@@ -53,12 +59,35 @@ bool reduces(Collective c) {
   return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
 }
 
-}  // namespace
-
-std::string resolveTransportName(const std::string& requested, int nranks, int local_size) {
-  if (requested != "auto") return requested;
-  return local_size == nranks ? "shm" : "tcp";
+// This host, as shared memory sees it (boot id and network namespace), hashed (FNV-1a).
+uint64_t hostKey() {
+  static const uint64_t key = [] {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (unsigned char ch : transport::hostIdentity()) h = (h ^ ch) * 0x100000001b3ULL;
+    return h;
+  }();
+  return key;
 }
+
+// A listener on each transport, best first.
+std::vector<PeerLinks::Endpoint> listenOn(const std::vector<std::string>& names, const transport::TransportOptions& options) {
+  std::vector<PeerLinks::Endpoint> endpoints;
+  for (const std::string& name : names) {
+    PeerLinks::Endpoint e{transport::createTransport(name, options), nullptr};
+    e.listener = e.transport->listen();
+    endpoints.push_back(std::move(e));
+  }
+  return endpoints;
+}
+
+std::string listenerAddresses(const std::vector<PeerLinks::Endpoint>& endpoints) {
+  static const std::string host = topology::thisHostName();
+  transport::ListenerAddresses listeners{host, {}};
+  for (const PeerLinks::Endpoint& e : endpoints) listeners.addresses.push_back(e.listener->address());
+  return transport::encodeAddressList(listeners);
+}
+
+}  // namespace
 
 // Every message of a collective carries a tag that hashes what the rank believes it is doing: the sequence
 // number, the collective, count, type, op, root and algorithm. Ranks that disagree on any of them (a count
@@ -105,17 +134,19 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   options.transport_options.secret = secret;
   options.node.timeout = options.timeout;
   if (options.transport_options.bind_address.empty()) options.transport_options.bind_address = "127.0.0.1";
-  std::string name = resolveTransportName(options.transport, nranks, options.local_size);
-  auto transport = transport::createTransport(name, options.transport_options);
-  auto listener = transport->listen();
-  store->set("world/addr/" + std::to_string(rank), listener->address().asString());
+  const bool all_local = options.local_size == nranks;
+  std::vector<std::string> names = transport::communicatorTransports(options.transport, all_local);
+  auto endpoints = listenOn(names, options.transport_options);
+  store->set("world/addr/" + std::to_string(rank), listenerAddresses(endpoints));
   auto timeout = options.timeout;
   auto lookup = [store, timeout](int peer) {
-    return transport::Address::fromString(store->get("world/addr/" + std::to_string(peer), timeout));
+    return transport::decodeAddressList(store->get("world/addr/" + std::to_string(peer), timeout),
+                                        "rank " + std::to_string(peer));
   };
-  auto links = std::make_unique<PeerLinks>(std::move(transport), std::move(listener), rank, lookup);
+  auto links = std::make_unique<PeerLinks>(std::move(endpoints), rank, lookup);
   std::unique_ptr<node::NodeEngine> node;
-  if (name == "shm" && options.node_engine && nranks > 1) {
+  const bool shm_reaches_all = all_local && std::find(names.begin(), names.end(), "shm") != names.end();
+  if (shm_reaches_all && options.node_engine && nranks > 1) {
     auto region = node::Region::create(rank, options.node.slot_bytes);
     store->set("world/node/" + std::to_string(rank), region->identity().toString());
     auto find_region = [store, timeout](int peer) {
@@ -128,20 +159,21 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
     };
     node = std::make_unique<node::NodeEngine>(rank, nranks, options.node, std::move(region), find_region);
   }
-  MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks, name.c_str(),
-               node ? " (shared-memory collectives)" : "");
-  return std::shared_ptr<Communicator>(
-      new Communicator(rank, nranks, std::move(options), std::move(links), name, std::move(node)));
+  auto comm = std::shared_ptr<Communicator>(
+      new Communicator(rank, nranks, std::move(options), std::move(links), std::move(names), std::move(node)));
+  MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks,
+               comm->transportName().c_str(), comm->node_ ? " (shared-memory collectives)" : "");
+  return comm;
 }
 
 Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
-                           std::string transport_name, std::unique_ptr<node::NodeEngine> node)
+                           std::vector<std::string> transport_names, std::unique_ptr<node::NodeEngine> node)
     : rank_(rank),
       nranks_(nranks),
       options_(std::move(options)),
       links_(std::move(links)),
       node_(std::move(node)),
-      transport_name_(std::move(transport_name)) {
+      transport_names_(std::move(transport_names)) {
   links_->setAbortFlag(&aborted_);
   worker_ = std::jthread([this](std::stop_token stop) { workerLoop(stop); });
 }
@@ -183,11 +215,14 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   if (c == Collective::kAllGather) spec.in_place = in_bytes == out_bytes + count * es * rank_;
   else if (c == Collective::kReduceScatter) spec.in_place = out_bytes == in_bytes + count * es * rank_;
   else spec.in_place = in_bytes == out_bytes;
-  if (c == Collective::kAllReduce) spec.algorithm = options_.allreduce_algorithm;
+  if (algorithms::builderFor(c, options_.algorithm) != nullptr) spec.algorithm = options_.algorithm;
   Task task;
   // An explicit MEGASCALE_ALGO asks for that schedule, so it bypasses the node engine.
   task.on_node = node_ != nullptr && node::NodeEngine::handles(c) && spec.algorithm == Algorithm::kAuto;
-  if (!task.on_node) spec.algorithm = chooseAlgorithm(spec, es);
+  // Across hosts, the choice for these collectives depends on which ranks share a host: the worker makes it.
+  const bool layout_decides = (c == Collective::kAllReduce || c == Collective::kAllGather ||
+                               c == Collective::kReduceScatter) && nranks_ > 1 && options_.local_size != nranks_;
+  if (!task.on_node && !(layout_decides && spec.algorithm == Algorithm::kAuto)) spec.algorithm = chooseAlgorithm(spec, es);
   task.spec = spec;
   task.in = in;
   task.out = out;
@@ -252,12 +287,20 @@ Schedule Communicator::pointToPointSchedule(const Task& task) const {
   return s;
 }
 
+std::string Communicator::transportName() const {
+  std::string joined;
+  for (const std::string& name : transport_names_) joined += (joined.empty() ? "" : "+") + name;
+  return joined;
+}
+
 std::string Communicator::description() const {
   std::string text = "transport: ";
-  text += transport_name_;
+  text += transportName();
   text += " algorithm: ";
-  text += algorithmName(options_.allreduce_algorithm);
+  text += algorithmName(options_.algorithm);
   text += node_ != nullptr ? " node-engine: on" : " node-engine: off";
+  const std::string peers = links_->peersByTransport();
+  if (!peers.empty()) text += " peers: " + peers;
   return text;
 }
 
@@ -395,6 +438,7 @@ void Communicator::finishTask(Task& task, const Status& status) {
 
 Status Communicator::run(Task& task) {
   if (task.on_node) return task.resume ? node_->resume(nodeCall(task)) : node_->run(nodeCall(task));
+  if (task.spec.collective != Collective::kSendRecv) MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
   ExecutionContext ctx;
   ctx.rank = rank_;
   ctx.operation = task.describe();
@@ -409,6 +453,41 @@ Status Communicator::run(Task& task) {
   }
   Schedule schedule = buildSchedule(task.spec);
   return executeSchedule(schedule, {const_cast<void*>(task.in), task.out}, task.type, task.op, *links_, ctx);
+}
+
+Status Communicator::resolveAlgorithm(Task& task) {
+  const bool choose = task.spec.algorithm == Algorithm::kAuto;
+  if (!choose && task.spec.algorithm != Algorithm::kHierarchical) return Status::ok();
+  MSC_RETURN_IF_ERROR(ensureHostLayout());
+  task.spec.hosts = layout_.get();
+  if (choose) {
+    task.spec.algorithm = chooseAlgorithm(task.spec, dtypeSize(task.type));
+    task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
+  }
+  return Status::ok();
+}
+
+Status Communicator::ensureHostLayout() {
+  if (layout_) return Status::ok();
+  if (options_.local_size == nranks_) {
+    layout_ = std::make_unique<HostLayout>(HostLayout::blocks(1, nranks_));
+    return Status::ok();
+  }
+  // Every rank reaches this at the same point of its stream (the first collective that needs the layout),
+  // so a fixed tag outside the sequence numbers' range is enough to keep it apart.
+  const uint64_t mine = hostKey();
+  std::vector<uint64_t> keys(static_cast<size_t>(nranks_));
+  const ScheduleSpec spec{Collective::kAllGather, Algorithm::kRing, sizeof(uint64_t), rank_, nranks_, 0, false};
+  ExecutionContext ctx;
+  ctx.rank = rank_;
+  ctx.operation = "exchanging host identities";
+  ctx.tag = collectiveTag(0xffffffffu, spec, mscUint8, mscSum);
+  ctx.timeout = options_.timeout;
+  ctx.aborted = &aborted_;
+  MSC_RETURN_IF_ERROR(executeSchedule(buildSchedule(spec), {const_cast<uint64_t*>(&mine), keys.data()}, mscUint8,
+                                      mscSum, *links_, ctx));
+  layout_ = std::make_unique<HostLayout>(HostLayout::fromKeys(keys));
+  return Status::ok();
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const SplitOptions& options) {
@@ -426,18 +505,19 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   struct Entry {
     int32_t color;
     int32_t key;
-    uint32_t address_size;
-    uint8_t address[transport::kMaxAddressBytes];
+    uint32_t addresses_size;
+    char addresses[transport::kMaxAddressListBytes];
     node::RegionIdentity region;
+    uint64_t host_key;  // the child's host layout, with no exchange of its own
   };
   transport::TransportOptions topts = options_.transport_options;
   if (options.traffic_class >= 0) topts.traffic_class = options.traffic_class;
-  auto transport = transport::createTransport(transport_name_, topts);
-  auto listener = transport->listen();
+  auto endpoints = listenOn(transport_names_, topts);
+  const std::string my_addresses = listenerAddresses(endpoints);
   std::unique_ptr<node::Region> region;
   if (node_ && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
-  Entry mine{color, key, static_cast<uint32_t>(listener->address().size), {}, {}};
-  std::memcpy(mine.address, listener->address().bytes, listener->address().size);
+  Entry mine{color, key, static_cast<uint32_t>(my_addresses.size()), {}, {}, hostKey()};
+  std::memcpy(mine.addresses, my_addresses.data(), my_addresses.size());
   if (region) mine.region = region->identity();
   std::vector<Entry> all(nranks_);
   Status s = allGather(&mine, all.data(), sizeof(Entry), mscUint8)->wait(options_.timeout + std::chrono::seconds(5));
@@ -449,17 +529,18 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   }
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
   int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  std::vector<transport::Address> table;
+  std::vector<transport::ListenerAddresses> table;
   std::vector<node::RegionIdentity> regions;
+  std::vector<uint64_t> host_keys;
   for (int r : members) {
-    transport::Address a;
-    a.size = std::min<size_t>(all[r].address_size, transport::kMaxAddressBytes);
-    std::memcpy(a.bytes, all[r].address, a.size);
-    table.push_back(a);
+    host_keys.push_back(all[r].host_key);
+    const size_t size = std::min<size_t>(all[r].addresses_size, transport::kMaxAddressListBytes);
+    table.push_back(transport::decodeAddressList(std::string_view(all[r].addresses, size),
+                                                 "rank " + std::to_string(r) + " of the parent"));
     regions.push_back(all[r].region);
   }
   auto lookup = [table](int peer) { return table.at(static_cast<size_t>(peer)); };
-  auto links = std::make_unique<PeerLinks>(std::move(transport), std::move(listener), new_rank, lookup);
+  auto links = std::make_unique<PeerLinks>(std::move(endpoints), new_rank, lookup);
   int new_size = static_cast<int>(members.size());
   std::unique_ptr<node::NodeEngine> node;
   if (region && new_size > 1) {
@@ -468,8 +549,10 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   }
   CommunicatorOptions child = options_;
   child.transport_options.traffic_class = topts.traffic_class;  // the child's own splits inherit it
-  return std::shared_ptr<Communicator>(
-      new Communicator(new_rank, new_size, child, std::move(links), transport_name_, std::move(node)));
+  auto comm = std::shared_ptr<Communicator>(
+      new Communicator(new_rank, new_size, child, std::move(links), transport_names_, std::move(node)));
+  comm->layout_ = std::make_unique<HostLayout>(HostLayout::fromKeys(host_keys));  // before any task reaches its worker
+  return comm;
 }
 
 void Communicator::abort() {

@@ -15,6 +15,7 @@
 
 #include "collectives/bootstrap/store.h"
 #include "collectives/bootstrap/unique_id.h"
+#include "collectives/host_layout.h"
 #include "collectives/node/node_engine.h"
 #include "collectives/peer_links.h"
 #include "collectives/schedule.h"
@@ -27,7 +28,9 @@ namespace megascale {
 struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};  // MEGASCALE_TIMEOUT_MS
   std::string transport = "auto";             // MEGASCALE_TRANSPORT
-  Algorithm allreduce_algorithm = Algorithm::kAuto;  // MEGASCALE_ALGO
+  /// MEGASCALE_ALGO: for every collective that implements it (ring: all-reduce, all-gather, reduce-scatter;
+  /// rhd, direct: all-reduce; hier: all three across hosts); auto chooses per collective.
+  Algorithm algorithm = Algorithm::kAuto;
   int local_rank = -1;
   int local_size = -1;
   transport::TransportOptions transport_options;
@@ -62,8 +65,13 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return nranks_; }
   int localRank() const { return options_.local_rank; }
-  const std::string& transportName() const { return transport_name_; }
-  /// What took effect: "transport: shm algorithm: auto node-engine: on".
+  /// The transports this rank listens on, best first, joined by '+': "shm", "tcp", "shm+tcp".
+  std::string transportName() const;
+  /// The transport this rank sends to `peer` with (shared memory to its own host, the network transport to
+  /// another); "" before it first sent to that peer. Any thread.
+  std::string peerTransport(int peer) const { return links_->transportTo(peer); }
+  /// What took effect: "transport: shm+tcp algorithm: auto node-engine: off peers: shm 1 tcp 2" (peers: how
+  /// many connected peers each transport serves).
   std::string description() const;
 
   std::shared_ptr<Work> allReduce(const void* in, void* out, size_t count, mscDataType_t type, mscRedOp_t op);
@@ -121,7 +129,7 @@ class Communicator {
   };
 
   Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
-               std::string transport_name, std::unique_ptr<node::NodeEngine> node);
+               std::vector<std::string> transport_names, std::unique_ptr<node::NodeEngine> node);
   std::shared_ptr<Work> submitCollective(Collective c, const void* in, void* out, size_t count, mscDataType_t type,
                                          mscRedOp_t op, int root);
   std::shared_ptr<Work> enqueue(Task task);
@@ -136,6 +144,11 @@ class Communicator {
   void finishTask(Task& task, const Status& status);
   node::NodeCall nodeCall(Task& task);
   Status run(Task& task);
+  /// For a task whose algorithm waits for the host layout: chooses it now, and the tag that hashes it.
+  Status resolveAlgorithm(Task& task);
+  /// Which ranks share a host: from the launcher when every rank is local, else exchanged once (an all-gather
+  /// of host identities, on the worker, at the first collective that needs it).
+  Status ensureHostLayout();
   Schedule pointToPointSchedule(const Task& task) const;
 
   const int rank_;
@@ -143,7 +156,8 @@ class Communicator {
   CommunicatorOptions options_;
   std::unique_ptr<PeerLinks> links_;  // the thread running a task only
   std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
-  std::string transport_name_;
+  std::unique_ptr<HostLayout> layout_;      // the thread running a task (a split sets it before any task)
+  std::vector<std::string> transport_names_;  // best first
 
   // Lock order: queue_mutex_ before a Work's own mutex (abort finishes queued Work under it); never reverse.
   mutable std::mutex queue_mutex_;
@@ -165,7 +179,5 @@ TcpStoreServer& startProcessStoreServer(const std::string& secret, const std::st
 constexpr uint32_t kPointToPointTag = 0x80000000u;
 uint32_t collectiveTag(uint32_t seq, const ScheduleSpec& spec, mscDataType_t type, mscRedOp_t op);
 
-/// "auto" resolves to shm when every rank is on this host (local_size == nranks), else tcp.
-std::string resolveTransportName(const std::string& requested, int nranks, int local_size);
 
 }  // namespace megascale

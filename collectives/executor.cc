@@ -23,7 +23,6 @@ struct InFlight {
   bool done = false;
 };
 
-std::string peerText(const Step& s) { return "rank " + std::to_string(s.peer); }
 
 // Sleeps until a socket of a pending transfer is ready, or `cap` passes (the caller checks its deadline and
 // the abort flag between waits). False, without sleeping, when some transfer offers no descriptor: on
@@ -100,7 +99,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
         s = step.kind == Step::kSend ? f.send->test(f.request, &done, &size) : f.recv->test(f.request, &done, &size);
         if (!s.isOk()) {
           ErrorCode code = s.code() == ErrorCode::kMismatch ? ErrorCode::kMismatch : ErrorCode::kPeerLost;
-          return fail(code, std::string(step.kind == Step::kSend ? "send to " : "receive from ") + peerText(step) +
+          return fail(code, std::string(step.kind == Step::kSend ? "send to " : "receive from ") + links.describePeer(step.peer) +
                                 " failed: " + s.message() +
                                 (code == ErrorCode::kMismatch ? " (do all ranks call the same collectives with the "
                                                                 "same counts and types?)"
@@ -109,7 +108,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
         if (!done) continue;
         if (step.kind == Step::kRecv && size != step.dst.count * es) {
           return fail(ErrorCode::kMismatch, "expected " + std::to_string(step.dst.count * es) + " bytes from " +
-                                                peerText(step) + ", received " + std::to_string(size) +
+                                                links.describePeer(step.peer) + ", received " + std::to_string(size) +
                                                 " (do all ranks pass the same count and type?)");
         }
         f.done = true;
@@ -130,7 +129,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
         if (Clock::now() > deadline) {
           std::string waiting;
           for (const InFlight& f : flights) {
-            if (!f.done) waiting += (waiting.empty() ? "" : ", ") + std::string(f.step->kind == Step::kSend ? "send to " : "receive from ") + peerText(*f.step);
+            if (!f.done) waiting += (waiting.empty() ? "" : ", ") + std::string(f.step->kind == Step::kSend ? "send to " : "receive from ") + links.describePeer(f.step->peer);
           }
           return fail(ErrorCode::kTimeout, "no progress for " + std::to_string(ctx.timeout.count()) +
                                                " ms in phase " + std::to_string(phase_index) + " waiting for " + waiting +

@@ -1,28 +1,83 @@
 #include "collectives/peer_links.h"
 
+#include <algorithm>
+
 #include "common/backoff.h"
 
 namespace megascale {
 
-PeerLinks::PeerLinks(std::unique_ptr<transport::Transport> transport, std::unique_ptr<transport::Listener> listener,
-                     int rank, AddressLookup lookup)
-    : transport_(std::move(transport)), listener_(std::move(listener)), rank_(rank), lookup_(std::move(lookup)) {}
+PeerLinks::PeerLinks(std::vector<Endpoint> endpoints, int rank, AddressLookup lookup)
+    : endpoints_(std::move(endpoints)), rank_(rank), lookup_(std::move(lookup)) {}
 
 Status PeerLinks::pollIncoming() {
-  if (!listener_) return Status(ErrorCode::kAborted, "connections were closed after an earlier error");
-  while (true) {
-    std::unique_ptr<transport::RecvComm> comm;
-    MSC_RETURN_IF_ERROR(listener_->accept(&comm));
-    if (!comm) return Status::ok();
-    int peer = static_cast<int>(comm->remoteId());
-    recv_[peer] = std::move(comm);  // a reconnect replaces a stale comm
+  if (closed_) return Status(ErrorCode::kAborted, "connections were closed after an earlier error");
+  for (Endpoint& e : endpoints_) {
+    while (true) {
+      std::unique_ptr<transport::RecvComm> comm;
+      MSC_RETURN_IF_ERROR(e.listener->accept(&comm));
+      if (!comm) break;
+      int peer = static_cast<int>(comm->remoteId());
+      recv_[peer] = std::move(comm);  // a reconnect replaces a stale comm
+    }
   }
+  return Status::ok();
 }
 
 void PeerLinks::closeAll() {
   send_.clear();
   recv_.clear();
-  listener_.reset();
+  for (Endpoint& e : endpoints_) e.listener.reset();
+  closed_ = true;
+}
+
+std::string PeerLinks::transportTo(int peer) const {
+  std::lock_guard<std::mutex> lock(chosen_mutex_);
+  auto it = chosen_.find(peer);
+  return it == chosen_.end() ? "" : it->second;
+}
+
+std::string PeerLinks::describePeer(int peer) const {
+  auto it = hosts_.find(peer);
+  const std::string rank = "rank " + std::to_string(peer);
+  return it == hosts_.end() || it->second.empty() ? rank : rank + " on host " + it->second;
+}
+
+std::string PeerLinks::peersByTransport() const {
+  std::lock_guard<std::mutex> lock(chosen_mutex_);
+  std::string text;
+  for (const Endpoint& e : endpoints_) {
+    const std::string& name = e.transport->properties().name;
+    const auto peers = std::count_if(chosen_.begin(), chosen_.end(), [&](const auto& c) { return c.second == name; });
+    if (peers > 0) text += (text.empty() ? "" : " ") + name + " " + std::to_string(peers);
+  }
+  return text;
+}
+
+Status PeerLinks::startConnect(int peer, std::unique_ptr<transport::Connector>* connector, std::string* transport_name) {
+  try {
+    const transport::ListenerAddresses listeners = lookup_(peer);
+    hosts_[peer] = listeners.host;
+    const std::vector<transport::Address>& addresses = listeners.addresses;
+    for (Endpoint& e : endpoints_) {
+      for (const transport::Address& address : addresses) {
+        if (!e.transport->canConnect(address)) continue;
+        *connector = e.transport->connect(address, static_cast<uint64_t>(rank_));
+        *transport_name = e.transport->properties().name;
+        return Status::ok();
+      }
+    }
+    std::string mine, theirs;
+    for (const Endpoint& e : endpoints_) mine += (mine.empty() ? "" : ", ") + e.transport->properties().name;
+    for (const transport::Address& a : addresses) {
+      const std::string text = a.asString();
+      theirs += (theirs.empty() ? "" : ", ") + text.substr(0, text.find(':'));
+    }
+    return Status(ErrorCode::kInvalidArgument, "no transport of this rank (" + mine + ") reaches rank " +
+                                                   std::to_string(peer) + " (it listens on " + theirs +
+                                                   "); a same-host transport cannot reach another host: use MEGASCALE_TRANSPORT=auto");
+  } catch (const Error& e) {
+    return Status(e.code(), e.what());
+  }
 }
 
 Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** comm) {
@@ -31,29 +86,31 @@ Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** co
     *comm = it->second.get();
     return Status::ok();
   }
-  if (!listener_) return Status(ErrorCode::kAborted, "connections were closed after an earlier error");
+  if (closed_) return Status(ErrorCode::kAborted, "connections were closed after an earlier error");
   std::unique_ptr<transport::Connector> connector;
-  try {
-    connector = transport_->connect(lookup_(peer), static_cast<uint64_t>(rank_));
-  } catch (const Error& e) {
-    return Status(e.code(), std::string("connecting to rank ") + std::to_string(peer) + ": " + e.what());
+  std::string name;
+  Status started = startConnect(peer, &connector, &name);
+  if (!started.isOk()) {
+    return Status(started.code(), "connecting to rank " + std::to_string(peer) + ": " + started.message());
   }
   std::unique_ptr<transport::SendComm> made;
   IdleBackoff backoff;
   while (!made) {
     Status s = connector->poll(&made);
-    if (!s.isOk()) return Status(s.code(), "connecting to rank " + std::to_string(peer) + ": " + s.message());
+    if (!s.isOk()) return Status(s.code(), "connecting to rank " + std::to_string(peer) + " over " + name + ": " + s.message());
     MSC_RETURN_IF_ERROR(pollIncoming());  // the peer may be connecting to us at the same time
     if (made) break;
     if (aborted_ != nullptr && aborted_->load()) return Status(ErrorCode::kAborted, "aborted by the user");
     if (Clock::now() > deadline) {
-      return Status(ErrorCode::kTimeout, "connecting to rank " + std::to_string(peer) +
+      return Status(ErrorCode::kTimeout, "connecting to rank " + std::to_string(peer) + " over " + name +
                                              ": timed out (is it alive and in the same job?)");
     }
     backoff.idle();
   }
   *comm = made.get();
   send_[peer] = std::move(made);
+  std::lock_guard<std::mutex> lock(chosen_mutex_);
+  chosen_[peer] = name;
   return Status::ok();
 }
 
@@ -62,6 +119,13 @@ Status PeerLinks::recvComm(int peer, Deadline deadline, transport::RecvComm** co
   while (true) {
     auto it = recv_.find(peer);
     if (it != recv_.end()) {
+      if (!hosts_.count(peer)) {  // the peer is up and published: its host name is there to read
+        try {
+          hosts_[peer] = lookup_(peer).host;
+        } catch (const Error&) {
+          hosts_[peer] = "";
+        }
+      }
       *comm = it->second.get();
       return Status::ok();
     }

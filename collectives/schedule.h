@@ -13,6 +13,8 @@
 
 namespace megascale {
 
+struct HostLayout;
+
 enum class Collective : uint8_t {
   kAllReduce,
   kAllGather,
@@ -33,6 +35,7 @@ enum class Algorithm : uint8_t {
   kBinomialTree,            // broadcast, reduce
   kPairwise,                // all-to-all
   kDissemination,           // barrier
+  kHierarchical,            // all-reduce, all-gather, reduce-scatter across hosts (needs ScheduleSpec::hosts)
 };
 const char* algorithmName(Algorithm a);
 bool parseAlgorithm(const std::string& name, Algorithm* a);
@@ -75,6 +78,7 @@ struct ScheduleSpec {
   int nranks = 1;
   int root = 0;
   bool in_place = false;  // input and output alias as NCCL defines in-place for this collective
+  const HostLayout* hosts = nullptr;  // which ranks share a host; hierarchical algorithms need it
 };
 
 /// The algorithm kAuto resolves to for this spec, from the size and rank count.

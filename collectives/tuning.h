@@ -20,6 +20,11 @@ const std::vector<TuningRow>& allReduceTuningTable();
 
 constexpr size_t kDirectMaxBytes = 1 << 20;
 
+/// Across hosts (ranks of some host sharing it), all-reduce, all-gather and reduce-scatter of at least this
+/// many bytes per rank go hierarchical: every rank drives its own rail and traffic inside a host stays in
+/// memory. Below it, the hierarchy's extra intra-host stages cost more latency than they save.
+constexpr size_t kHierarchicalMinBytes = 256 << 10;
+
 /// The first row covering (nranks, bytes); ring when none does (large messages).
 Algorithm tunedAllReduceAlgorithm(int nranks, size_t bytes);
 

@@ -13,6 +13,7 @@
 #include "nccl_plugin/boundary.h"
 #include "topology/net_interfaces.h"
 #include "transport/net_transport.h"
+#include "transport/registry.h"
 #include "transport/transport.h"
 
 namespace megascale::nccl_plugin {
@@ -91,7 +92,7 @@ struct State {
   std::mutex mutex;
   bool initialized = false;
   nccl_abi::Logger logger = nullptr;
-  std::string transport_name;           // MEGASCALE_NET_TRANSPORT, resolved at init
+  std::string transport_name;           // MEGASCALE_TRANSPORT's network transport, resolved at init
   transport::TransportOptions options;  // the transport knobs, read and checked at init
   std::vector<topology::NetInterface> interfaces;
   std::vector<std::string> names, pci_paths;  // storage for the char* in properties
@@ -162,7 +163,7 @@ Result init(nccl_abi::Logger logger) {
     std::lock_guard lock(s.mutex);
     if (logger != nullptr) s.logger = logger;
     if (s.initialized) return nccl_abi::kSuccess;
-    s.transport_name = transport::resolveNetTransport(config::getString("MEGASCALE_NET_TRANSPORT"));
+    s.transport_name = transport::networkTransport(config::getString("MEGASCALE_TRANSPORT"));
     s.options = transport::transportOptionsFromConfig();  // bad knobs fail init, not the first connection
     const std::string spec = topology::configuredInterfaceSpec();
     s.interfaces = topology::discoverInterfaces(spec);

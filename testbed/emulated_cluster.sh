@@ -15,7 +15,7 @@
 #   host_name I          host I's name (its namespace)
 #   host_addr I [RAIL]   host I's address on RAIL (default 0)
 #   write_topology FILE  the cluster's switches in Slurm topology.conf syntax (megascale-run --topology FILE)
-#   cluster_down         remove hosts and bridges
+#   cluster_down         stop every process inside the hosts, remove hosts and bridges
 #   cluster_remove TAG   remove every namespace and bridge whose name starts with TAG (a cluster left behind)
 
 EMU_TAG=${EMU_TAG:-ms$$}
@@ -38,7 +38,8 @@ cluster_remove() {
   local tag=$1 name
   [ -n "$tag" ] || return 0
   for name in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-    [[ $name == "$tag"h* ]] && ip netns del "$name" 2>/dev/null
+    # A process left inside would live on in the orphaned namespace (and hold its caller's pipes open).
+    [[ $name == "$tag"h* ]] && { ip netns pids "$name" 2>/dev/null | xargs -r kill -9 2>/dev/null; ip netns del "$name" 2>/dev/null; }
   done
   for name in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}'); do
     [[ $name == "$tag"r* ]] && ip link del "$name" 2>/dev/null

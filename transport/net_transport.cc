@@ -4,20 +4,6 @@
 
 namespace megascale::transport {
 
-std::string resolveNetTransport(const std::string& requested) {
-  if (requested == "auto" || requested == "tcp") return "tcp";
-  if (requested == "ibverbs" || requested == "ucx") {
-    throw Error(ErrorCode::kUnavailable, "MEGASCALE_NET_TRANSPORT=" + requested + ": this build of megascale has no " +
-                                             requested + " transport yet; choose tcp or auto");
-  }
-  if (requested == "shm") {
-    throw Error(ErrorCode::kInvalidArgument,
-                "MEGASCALE_NET_TRANSPORT=shm: shared memory reaches only this host; choose tcp or auto");
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              "MEGASCALE_NET_TRANSPORT='" + requested + "': expected auto, tcp, ibverbs or ucx");
-}
-
 TransportOptions transportOptionsFromConfig() {
   TransportOptions o;
   int64_t sockets = config::getInt("MEGASCALE_TCP_SOCKETS");

@@ -1,7 +1,5 @@
 #include "transport/transport.h"
 
-#include "transport/shm/shm_transport.h"
-#include "transport/tcp/tcp_transport.h"
 
 namespace megascale::transport {
 
@@ -26,10 +24,10 @@ Status Transport::registerMemory(void* data, size_t size, PointerKind kind, Memo
   return Status::ok();
 }
 
-std::unique_ptr<Transport> createTransport(const std::string& name, const TransportOptions& options) {
-  if (name == "tcp") return std::make_unique<TcpTransport>(options);
-  if (name == "shm") return std::make_unique<ShmTransport>(options);
-  throw Error(ErrorCode::kInvalidArgument, "unknown transport '" + name + "' (expected tcp or shm)");
+bool Transport::canConnect(const Address& address) const {
+  const std::string& name = properties().name;
+  return address.size > name.size() && std::memcmp(address.bytes, name.data(), name.size()) == 0 &&
+         address.bytes[name.size()] == ':' && reaches(address);
 }
 
 }  // namespace megascale::transport

@@ -114,6 +114,16 @@ class Transport {
   /// Starts connecting to a listener's address; local_id is what the other side's remoteId() returns.
   virtual std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) = 0;
   virtual Status registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr);
+  /// Whether connect(address) can work: the address is one of this transport's ("name:...") and the peer is
+  /// within reach (a same-host transport checks that the peer shares this host).
+  bool canConnect(const Address& address) const;
+
+ protected:
+  /// For an address of this transport: whether its listener is within reach. Network transports reach all.
+  virtual bool reaches(const Address& address) const {
+    (void)address;
+    return true;
+  }
 };
 
 struct TransportOptions {
@@ -127,7 +137,5 @@ struct TransportOptions {
   int dead_peer_timeout_ms = 0;  // tcp: a peer silent this long is lost (TCP_USER_TIMEOUT, keepalive); 0: system's
 };
 
-/// "tcp" or "shm". Throws Error(kInvalidArgument) for other names, kUnavailable if not built.
-std::unique_ptr<Transport> createTransport(const std::string& name, const TransportOptions& options);
 
 }  // namespace megascale::transport

@@ -19,6 +19,9 @@ Schedule treeBroadcast(const ScheduleSpec& spec);
 Schedule treeReduce(const ScheduleSpec& spec);
 Schedule pairwiseAllToAll(const ScheduleSpec& spec);
 Schedule disseminationBarrier(const ScheduleSpec& spec);
+Schedule hierarchicalAllReduce(const ScheduleSpec& spec);  // spec.hosts must be set
+Schedule hierarchicalAllGather(const ScheduleSpec& spec);
+Schedule hierarchicalReduceScatter(const ScheduleSpec& spec);
 
 // Step constructors shared by the builders.
 inline Slice in(size_t offset, size_t count) { return Slice{kInput, offset, count}; }

@@ -8,9 +8,14 @@ Builder builderFor(Collective collective, Algorithm algorithm) {
       if (algorithm == Algorithm::kRing) return ringAllReduce;
       if (algorithm == Algorithm::kRecursiveHalvingDoubling) return halvingDoublingAllReduce;
       if (algorithm == Algorithm::kDirect) return directAllReduce;
+      if (algorithm == Algorithm::kHierarchical) return hierarchicalAllReduce;
       return nullptr;
-    case Collective::kAllGather: return algorithm == Algorithm::kRing ? ringAllGather : nullptr;
-    case Collective::kReduceScatter: return algorithm == Algorithm::kRing ? ringReduceScatter : nullptr;
+    case Collective::kAllGather:
+      if (algorithm == Algorithm::kHierarchical) return hierarchicalAllGather;
+      return algorithm == Algorithm::kRing ? ringAllGather : nullptr;
+    case Collective::kReduceScatter:
+      if (algorithm == Algorithm::kHierarchical) return hierarchicalReduceScatter;
+      return algorithm == Algorithm::kRing ? ringReduceScatter : nullptr;
     case Collective::kBroadcast: return algorithm == Algorithm::kBinomialTree ? treeBroadcast : nullptr;
     case Collective::kReduce: return algorithm == Algorithm::kBinomialTree ? treeReduce : nullptr;
     case Collective::kAllToAll: return algorithm == Algorithm::kPairwise ? pairwiseAllToAll : nullptr;

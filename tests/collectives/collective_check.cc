@@ -118,10 +118,13 @@ std::vector<Case> casesFor(size_t count) {
 
 int main(int argc, char** argv) {
   std::vector<size_t> counts = {0, 1, 5, 1000, 70001};
-  if (argc > 1) {  // counts to test, for quick runs: collective_check 7 100
-    counts.clear();
-    for (int i = 1; i < argc; ++i) counts.push_back(std::strtoull(argv[i], nullptr, 10));
+  bool describe = false;  // --describe: every rank prints what took effect (transports per peer) at the end
+  std::vector<size_t> given;  // counts to test, for quick runs: collective_check 7 100
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--describe") == 0) describe = true;
+    else given.push_back(std::strtoull(argv[i], nullptr, 10));
   }
+  if (!given.empty()) counts = given;
   mscComm_t comm;
   check(mscCommInitFromEnv(&comm), "init");
   check(mscCommUserRank(comm, &g_rank), "rank");
@@ -144,6 +147,11 @@ int main(int argc, char** argv) {
   if (g_rank == 0) {
     std::printf("collective_check: %d ranks, %ld elements checked on rank 0, %ld wrong over all ranks\n", g_size,
                 g_checked, total);
+  }
+  if (describe) {
+    char text[512];
+    check(mscCommGetDescription(comm, text, sizeof(text)), "describe");
+    std::printf("collective_check: rank %d: %s\n", g_rank, text);
   }
   check(mscCommDestroy(comm), "destroy");
   return total == 0 ? 0 : 1;

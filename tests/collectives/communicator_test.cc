@@ -293,7 +293,27 @@ TEST_P(CommunicatorTest, GroupedSendRecvRingDoesNotDeadlock) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorTest, ::testing::Values("tcp", "shm"),
+// auto with the launcher silent about local ranks: every rank listens on shm and tcp, and picks per peer.
+TEST_P(CommunicatorTest, EachPeerGetsTheBestTransportThatReachesIt) {
+  runRanks(3, [](int rank, Communicator& comm) {
+    const std::string expected = GetParam() == "auto" ? "shm" : GetParam();
+    EXPECT_EQ(comm.transportName(), GetParam() == "auto" ? "shm+tcp" : GetParam());
+    EXPECT_EQ(comm.peerTransport((rank + 1) % 3), "");  // connections are made on first use
+    std::vector<int> in(3, rank), out(9, -1);
+    ASSERT_TRUE(comm.allGather(in.data(), out.data(), 3, mscInt32)->wait(20s).isOk());
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(out[static_cast<size_t>(3 * r)], r);
+    EXPECT_EQ(comm.peerTransport((rank + 1) % 3), expected) << "rank " << rank;
+    auto child = comm.split(0, -rank);  // the child listens on the same transports
+    ASSERT_NE(child, nullptr);
+    EXPECT_EQ(child->transportName(), comm.transportName());
+    int value = 1, sum = 0;
+    ASSERT_TRUE(child->allReduce(&value, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
+    EXPECT_EQ(sum, 3);
+    EXPECT_EQ(child->peerTransport((child->rank() + 1) % 3), expected);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorTest, ::testing::Values("tcp", "shm", "auto"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "collectives/host_layout.h"
 #include "collectives/schedule_simulator.h"
 #include "collectives/tuning.h"
 #include "common/status.h"
@@ -32,8 +33,9 @@ std::string caseName(const ::testing::TestParamInfo<Case>& info) {
 class ScheduleSuite : public ::testing::TestWithParam<Case> {};
 
 // Fills inputs, runs, and checks outputs for one configuration. Returns a failure description or "".
-std::string runCase(const Case& c, int n, size_t count, int root, bool in_place, mscRedOp_t op) {
-  ScheduleSpec spec{c.collective, c.algorithm, count, 0, n, root, in_place};
+std::string runCase(const Case& c, int n, size_t count, int root, bool in_place, mscRedOp_t op,
+                    const HostLayout* hosts = nullptr) {
+  ScheduleSpec spec{c.collective, c.algorithm, count, 0, n, root, in_place, hosts};
   std::vector<RankBuffers> buffers(n);
   size_t in_count = inputCount(spec), out_count = outputCount(spec);
   for (int r = 0; r < n; ++r) {
@@ -128,6 +130,86 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Collective::kAllToAll, Algorithm::kPairwise},
                       Case{Collective::kBarrier, Algorithm::kDissemination}),
     caseName);
+
+// Hierarchical schedules over every layout of 1..5 hosts with 1..4 ranks each, hosts of uneven sizes, and
+// hosts whose ranks interleave (a launcher that numbers ranks round-robin).
+std::vector<HostLayout> layoutsToTest() {
+  std::vector<HostLayout> layouts;
+  for (int hosts = 1; hosts <= 5; ++hosts) {
+    for (int per_host = 1; per_host <= 4; ++per_host) layouts.push_back(HostLayout::blocks(hosts, per_host));
+  }
+  for (const std::vector<int>& host_of : std::vector<std::vector<int>>{
+           {0, 0, 0, 1, 1}, {0, 1, 1, 1}, {0, 0, 1, 2, 2, 2, 2}, {0, 1, 0, 1}, {0, 1, 2, 0, 1, 2, 0, 1},
+           {3, 3, 1, 1, 2, 2, 2}, {0, 0, 0, 0, 1}}) {
+    layouts.push_back(HostLayout::fromHostOf(host_of));
+  }
+  return layouts;
+}
+
+std::string describeLayout(const HostLayout& layout) {
+  std::string text;
+  for (const auto& ranks : layout.ranks_of) {
+    text += "[";
+    for (int r : ranks) text += std::to_string(r) + (r == ranks.back() ? "" : " ");
+    text += "]";
+  }
+  return text;
+}
+
+TEST(HierarchicalSchedule, CorrectForEveryLayoutAndAwkwardCounts) {
+  for (Collective collective : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter}) {
+    for (const HostLayout& layout : layoutsToTest()) {
+      for (size_t count : kCounts) {
+        for (bool in_place : {false, true}) {
+          for (mscRedOp_t op : {mscSum, mscMax}) {
+            std::string error = runCase({collective, Algorithm::kHierarchical}, layout.ranks(), count, 0, in_place, op, &layout);
+            ASSERT_EQ(error, "") << collectiveName(collective) << " hosts " << describeLayout(layout) << " count=" << count
+                                 << " in_place=" << in_place << " op=" << op;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(HierarchicalSchedule, RailsCarryTheInterHostTrafficInParallel) {
+  // 4 hosts x 2 ranks: each rank sends to other hosts only its rail's part (half of the vector, reduced and
+  // gathered around a 4-host ring): 2 x (3/4) x (N/2) elements, where a flat ring sends 2 x (7/8) x N.
+  const HostLayout layout = HostLayout::blocks(4, 2);
+  const size_t n = 8000;
+  for (int rank = 0; rank < 8; ++rank) {
+    const Schedule s = buildSchedule({Collective::kAllReduce, Algorithm::kHierarchical, n, rank, 8, 0, false, &layout});
+    size_t off_host = 0, on_host = 0;
+    for (const Phase& p : s.phases) {
+      for (const Step& st : p.comm) {
+        if (st.kind != Step::kSend) continue;
+        (layout.host_of[static_cast<size_t>(st.peer)] == layout.host_of[static_cast<size_t>(rank)] ? on_host : off_host) += st.a.count;
+        if (layout.host_of[static_cast<size_t>(st.peer)] != layout.host_of[static_cast<size_t>(rank)]) {
+          EXPECT_EQ(layout.local_of[static_cast<size_t>(st.peer)], layout.local_of[static_cast<size_t>(rank)])
+              << "rank " << rank << " left its rail";
+        }
+      }
+    }
+    EXPECT_EQ(off_host, 2 * 3 * (n / 2) / 4) << "rank " << rank;
+    EXPECT_EQ(on_host, n) << "rank " << rank;  // half to the other owner, its finished half back
+  }
+}
+
+TEST(HierarchicalSchedule, RefusesToRunWithoutALayout) {
+  EXPECT_THROW(buildSchedule({Collective::kAllReduce, Algorithm::kHierarchical, 10, 0, 4}), Error);
+  const HostLayout two = HostLayout::blocks(2, 1);
+  EXPECT_THROW(buildSchedule({Collective::kAllReduce, Algorithm::kHierarchical, 10, 0, 4, 0, false, &two}), Error);
+}
+
+TEST(HostLayout, NumbersHostsByTheirLowestRank) {
+  const HostLayout l = HostLayout::fromKeys({77, 5, 77, 9, 5});
+  EXPECT_EQ(l.host_of, (std::vector<int>{0, 1, 0, 2, 1}));
+  EXPECT_EQ(l.local_of, (std::vector<int>{0, 0, 1, 0, 1}));
+  EXPECT_EQ(l.minRanksPerHost(), 1);
+  EXPECT_TRUE(l.hierarchical());
+  EXPECT_FALSE(HostLayout::blocks(1, 4).hierarchical());
+  EXPECT_FALSE(HostLayout::blocks(4, 1).hierarchical());
+}
 
 TEST(Schedule, AutoPicksByMessageSize) {
   ScheduleSpec small{Collective::kAllReduce, Algorithm::kAuto, 16, 0, 4};

@@ -48,15 +48,20 @@ TEST(PluginInit, MegascaleNetIfWinsOverNcclSocketIfname) {
   EXPECT_NE(p.output.find("v11 init=0 devices=1"), std::string::npos) << p.output;
 }
 
-TEST(PluginInit, RefusesTransportsThatAreNotBuiltOrUnknown) {
-  Probe verbs = runProbe("MEGASCALE_NET_TRANSPORT=ibverbs");
+TEST(PluginInit, TakesTheNetworkTransportOfTheOneKnob) {
+  Probe verbs = runProbe("MEGASCALE_TRANSPORT=ibverbs");
   EXPECT_NE(verbs.output.find("v11 init=2"), std::string::npos) << verbs.output;
   EXPECT_NE(verbs.output.find("no ibverbs transport"), std::string::npos) << verbs.output;
-  Probe unknown = runProbe("MEGASCALE_NET_TRANSPORT=carrier-pigeon");
+  Probe unknown = runProbe("MEGASCALE_TRANSPORT=carrier-pigeon");
   EXPECT_NE(unknown.output.find("v11 init=4"), std::string::npos) << unknown.output;
-  EXPECT_NE(unknown.output.find("expected auto, tcp, ibverbs or ucx"), std::string::npos) << unknown.output;
-  Probe tcp = runProbe("MEGASCALE_NET_TRANSPORT=tcp");
-  EXPECT_NE(tcp.output.find("v11 init=0"), std::string::npos) << tcp.output;
+  EXPECT_NE(unknown.output.find("expected auto or one of shm, ibverbs, ucx, tcp"), std::string::npos) << unknown.output;
+  Probe shm = runProbe("MEGASCALE_TRANSPORT=shm");  // a same-host transport cannot serve NCCL's network
+  EXPECT_NE(shm.output.find("v11 init=4"), std::string::npos) << shm.output;
+  EXPECT_NE(shm.output.find("reaches only this host"), std::string::npos) << shm.output;
+  for (const char* ok : {"MEGASCALE_TRANSPORT=tcp", "MEGASCALE_TRANSPORT=auto"}) {
+    Probe tcp = runProbe(ok);
+    EXPECT_NE(tcp.output.find("v11 init=0"), std::string::npos) << ok << ": " << tcp.output;
+  }
 }
 
 TEST(PluginInit, RefusesAMalformedKnob) {

@@ -2,7 +2,7 @@
 # The emulated cluster (testbed/emulated_cluster.sh): 3 hosts x 2 rails. Each rail's traffic leaves on that
 # rail's NIC; a pulled cable stops its rail only, and plugging it back restores it; the cluster's topology.conf
 # and every host's records make the cluster model that megascale-run --print-topology prints on every host;
-# the namespaces and bridges are gone after the shell exits, on success, failure or a signal.
+# the namespaces, bridges and processes inside are gone after the shell exits, on success, failure or a signal.
 #   emulated_cluster_test.sh MEGASCALE_RUN MEGASCALE_STORE     (root; 77: skip)
 set -euo pipefail
 run=$1 store=$2
@@ -44,7 +44,7 @@ echo "ok: a pulled cable stops its rail only, and comes back"
 topology=$(mktemp)
 write_topology "$topology"
 export MEGASCALE_JOB_SECRET=0123456789abcdef0123456789abcdef MEGASCALE_TIMEOUT_MS=20000
-on_host 0 "$store" --host "$(host_addr 0)" --port 29511 > /dev/null &
+ip netns exec "$(host_name 0)" "$store" --host "$(host_addr 0)" --port 29511 > /dev/null &
 store_pid=$!
 outputs=()
 for i in 0 1 2; do
@@ -70,9 +70,11 @@ echo "ok: every host prints the whole cluster model"
 
 # Teardown: a shell that fails and one that is killed both leave nothing behind.
 leftovers() { { ip netns list; ip -o link show type bridge; } | grep -c "$1" || true; }
-EMU_TAG=mx$$a bash -c 'set -e; source testbed/emulated_cluster.sh; cluster_up 2 2; false' || true
+EMU_TAG=mx$$a bash -c 'set -e; source testbed/emulated_cluster.sh; cluster_up 2 2; on_host 1 sleep 3131 & sleep 0.2; false' || true
 EMU_TAG=mx$$b bash -c 'source testbed/emulated_cluster.sh; cluster_up 2 2; kill -TERM $$; sleep 5' || true
 for tag in "mx$$a" "mx$$b"; do
   [ "$(leftovers "$tag")" = 0 ] || fail "cluster $tag left namespaces or bridges behind"
 done
-echo "ok: the cluster is removed on failure and on a signal"
+sleep 0.2
+if pgrep -f "sleep 3131" > /dev/null; then pkill -f "sleep 3131"; fail "a process inside a host outlived its cluster"; fi
+echo "ok: the cluster and every process inside it are removed on failure and on a signal"

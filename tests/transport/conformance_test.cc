@@ -11,6 +11,7 @@
 
 #include "common/crypto.h"
 #include "common/socket.h"
+#include "transport/registry.h"
 #include "transport/transport.h"
 
 namespace megascale::transport {

@@ -247,8 +247,24 @@ std::string hostIdentity() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string id;
   std::getline(in, id);
-  return id.empty() ? "unknown-host" : id;
+  if (id.empty()) id = "unknown-host";
+  // Network namespaces on one kernel are separate hosts to us: the handshake's abstract Unix socket lives in
+  // the namespace, as on a machine of its own.
+  struct stat ns {};
+  if (stat("/proc/self/ns/net", &ns) == 0) id += "/" + std::to_string(ns.st_ino);
+  return id;
 }
+
+namespace {
+
+// "shm:<host identity>:<socket name>" -> the host identity; "" when the address is not shm's.
+std::string addressHost(const std::string& text) {
+  const size_t colon = text.find(':', sizeof(kAddressPrefix) - 1);
+  if (text.rfind(kAddressPrefix, 0) != 0 || colon == std::string::npos) return "";
+  return text.substr(sizeof(kAddressPrefix) - 1, colon - (sizeof(kAddressPrefix) - 1));
+}
+
+}  // namespace
 
 ShmTransport::ShmTransport(const TransportOptions& options) : options_(options) {
   properties_.name = "shm";
@@ -260,17 +276,16 @@ ShmTransport::ShmTransport(const TransportOptions& options) : options_(options) 
 
 std::unique_ptr<Listener> ShmTransport::listen() { return std::make_unique<ShmListener>(options_); }
 
+bool ShmTransport::reaches(const Address& address) const { return addressHost(address.asString()) == hostIdentity(); }
+
 std::unique_ptr<Connector> ShmTransport::connect(const Address& address, uint64_t local_id) {
   std::string text = address.asString();
-  size_t colon = text.find(':', sizeof(kAddressPrefix) - 1);
-  if (text.rfind(kAddressPrefix, 0) != 0 || colon == std::string::npos) {
-    throw Error(ErrorCode::kInvalidArgument, "shm connect: '" + text + "' is not a shm transport address");
-  }
-  std::string host = text.substr(sizeof(kAddressPrefix) - 1, colon - (sizeof(kAddressPrefix) - 1));
+  const std::string host = addressHost(text);
+  if (host.empty()) throw Error(ErrorCode::kInvalidArgument, "shm connect: '" + text + "' is not a shm transport address");
   if (host != hostIdentity()) {
-    throw Error(ErrorCode::kInvalidArgument, "shm connect: the peer is on another host (use MEGASCALE_TRANSPORT=tcp)");
+    throw Error(ErrorCode::kInvalidArgument, "shm connect: the peer is on another host (use MEGASCALE_TRANSPORT=auto or tcp)");
   }
-  return std::make_unique<ShmConnector>(options_, text.substr(colon + 1), local_id);
+  return std::make_unique<ShmConnector>(options_, text.substr(text.find(':', sizeof(kAddressPrefix) - 1) + 1), local_id);
 }
 
 }  // namespace megascale::transport

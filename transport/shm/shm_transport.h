@@ -17,12 +17,16 @@ class ShmTransport : public Transport {
   /// Messages at least this large go by cross-memory attach when the receiver can read the sender.
   static constexpr size_t kRemoteMinBytes = 64 * 1024;
 
+ protected:
+  bool reaches(const Address& address) const override;
+
  private:
   TransportOptions options_;
   Properties properties_;
 };
 
-/// This machine's boot id: two processes with the same one share memory.
+/// This machine's boot id and network namespace: two processes with the same one share memory and can reach
+/// each other's abstract Unix sockets.
 std::string hostIdentity();
 
 }  // namespace megascale::transport

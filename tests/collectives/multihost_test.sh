@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Collectives across emulated hosts (testbed/emulated_cluster.sh): 2 hosts x 2 ranks, 2 rails each.
+# 1. Every collective, dtype and op is exact (with the algorithms auto picks, then all hierarchical), with MEGASCALE_TRANSPORT=auto choosing per peer: each rank
+#    talks shared memory to the other rank of its host and TCP to the two ranks of the other host.
+# 2. A host whose cable is pulled mid-all-reduce: every rank fails within the timeout, with an error that names
+#    the rank, the peer and the peer's host.
+#   multihost_test.sh MEGASCALE_RUN MEGASCALE_STORE COLLECTIVE_CHECK ALL_REDUCE_PERF    (root; 77: skip)
+set -euo pipefail
+run=$1 store=$2 check=$3 perf=$4
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "skipped: the emulated cluster needs root"; exit 77; }
+source testbed/emulated_cluster.sh
+fail() { echo "FAIL: $*"; exit 1; }
+cluster_up 2 2
+export MEGASCALE_JOB_SECRET=0123456789abcdef0123456789abcdef MEGASCALE_TRANSPORT=auto
+ip netns exec "$(host_name 0)" "$store" --host "$(host_addr 0)" --port 29521 > /dev/null &
+store_pid=$!
+out0=$(mktemp) out1=$(mktemp)
+trap 'kill $store_pid 2>/dev/null; rm -f "$out0" "$out1"; cluster_down' EXIT
+
+# job ID TIMEOUT_MS PROGRAM ARGS...: one megascale-run per host in the background, outputs in $out0 / $out1.
+job() {
+  local id=$1 timeout=$2 i
+  shift 2
+  for i in 0 1; do
+    MEGASCALE_TIMEOUT_MS=$timeout on_host "$i" "$run" --store "tcp://$(host_addr 0):29521" --job-id "$id" \
+      --world-size 4 --rank-offset $((2 * i)) -n 2 "$@" > "$([ "$i" = 0 ] && echo "$out0" || echo "$out1")" 2>&1 &
+  done
+}
+
+job check 60000 "$check" --describe
+for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "collective_check failed on host $((i - 1))"; }; done
+grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fail "collective_check found wrong elements"; }
+for rank in 0 1 2 3; do
+  grep -h "rank $rank: transport: shm+tcp .* peers: shm 1 tcp 2" "$out0" "$out1" > /dev/null ||
+    { cat "$out0" "$out1"; fail "rank $rank did not talk shm to its host and tcp to the other"; }
+done
+echo "ok: every collective exact across 2 hosts x 2 ranks; shm inside a host, tcp between hosts"
+
+# Every all-reduce, all-gather and reduce-scatter hierarchical, whatever its size.
+MEGASCALE_ALGO=hier job hier 60000 "$check" 0 1 5 1000 70001
+for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "collective_check (hierarchical) failed on host $((i - 1))"; }; done
+grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fail "hierarchical collectives were wrong"; }
+echo "ok: every hierarchical collective exact"
+
+job cut 3000 "$perf" -b 32M -e 32M -n 5000 -w 1
+sleep 3
+link_down 1 0
+cut=$(date +%s%N)
+for i in 1 2; do
+  if wait %$((i + 1)); then fail "host $((i - 1)) finished although its peer host's cable was pulled"; fi
+done
+took_ms=$((($(date +%s%N) - cut) / 1000000))
+((took_ms < 15000)) || fail "the ranks took $took_ms ms to fail after the cut (timeout 3000 ms)"
+grep -q "rank [0-9]: .*on host ${EMU_TAG}h1" "$out0" || { cat "$out0"; fail "host 0's error does not name the peer on host 1"; }
+grep -q "rank [23]: .*on host ${EMU_TAG}h0" "$out1" || { cat "$out1"; fail "host 1's error does not name the peer on host 0"; }
+echo "ok: a pulled cable fails every rank in $took_ms ms, naming rank, peer and host:"
+grep -h "WARN" "$out0" "$out1" | head -2

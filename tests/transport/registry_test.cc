@@ -1,0 +1,80 @@
+#include "transport/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "transport/shm/shm_transport.h"
+
+namespace megascale::transport {
+namespace {
+
+using Names = std::vector<std::string>;
+
+ErrorCode codeOf(const std::function<void()>& call, std::string* message) {
+  try {
+    call();
+  } catch (const Error& e) {
+    *message = e.what();
+    return e.code();
+  }
+  return ErrorCode::kOk;
+}
+
+TEST(TransportRegistry, ListsEveryTransportBestFirstWithWhatItReaches) {
+  Names names;
+  for (const TransportInfo& t : transportRegistry()) names.emplace_back(t.name);
+  EXPECT_EQ(names, (Names{"shm", "ibverbs", "ucx", "tcp"}));
+  ASSERT_NE(findTransport("shm"), nullptr);
+  EXPECT_TRUE(findTransport("shm")->same_host_only);
+  EXPECT_FALSE(findTransport("tcp")->same_host_only);
+  EXPECT_EQ(findTransport("tcp")->missing, nullptr);
+  EXPECT_NE(findTransport("ibverbs")->missing, nullptr);
+  EXPECT_EQ(findTransport("carrier-pigeon"), nullptr);
+  TransportOptions options;
+  options.secret = "s";
+  EXPECT_EQ(createTransport("tcp", options)->properties().name, "tcp");
+  EXPECT_TRUE(createTransport("shm", options)->properties().same_host_only);
+}
+
+TEST(TransportRegistry, ACommunicatorListensOnEveryBuiltTransportUnderAuto) {
+  EXPECT_EQ(communicatorTransports("auto", false), (Names{"shm", "tcp"}));
+  EXPECT_EQ(communicatorTransports("auto", true), (Names{"shm"}));  // no peer needs the network
+  EXPECT_EQ(communicatorTransports("tcp", true), (Names{"tcp"}));
+  EXPECT_EQ(communicatorTransports("shm", false), (Names{"shm"}));
+  std::string message;
+  EXPECT_EQ(codeOf([] { communicatorTransports("ucx", false); }, &message), ErrorCode::kUnavailable);
+  EXPECT_NE(message.find("no ucx transport"), std::string::npos) << message;
+  EXPECT_NE(message.find("built: shm, tcp"), std::string::npos) << message;
+  EXPECT_EQ(codeOf([] { communicatorTransports("smoke-signals", false); }, &message), ErrorCode::kInvalidArgument);
+  EXPECT_NE(message.find("expected auto or one of shm, ibverbs, ucx, tcp"), std::string::npos) << message;
+}
+
+TEST(TransportRegistry, TheNetworkTransportIsNeverASameHostOne) {
+  EXPECT_EQ(networkTransport("auto"), "tcp");
+  EXPECT_EQ(networkTransport("tcp"), "tcp");
+  std::string message;
+  EXPECT_EQ(codeOf([] { networkTransport("shm"); }, &message), ErrorCode::kInvalidArgument);
+  EXPECT_NE(message.find("reaches only this host"), std::string::npos) << message;
+  EXPECT_EQ(codeOf([] { networkTransport("ibverbs"); }, &message), ErrorCode::kUnavailable);
+}
+
+TEST(TransportRegistry, ATransportConnectsOnlyToItsOwnAddressesWithinReach) {
+  TransportOptions options;
+  options.secret = "s";
+  auto shm = createTransport("shm", options);
+  auto tcp = createTransport("tcp", options);
+  auto shm_listener = shm->listen();
+  auto tcp_listener = tcp->listen();
+  EXPECT_TRUE(shm->canConnect(shm_listener->address()));
+  EXPECT_FALSE(shm->canConnect(tcp_listener->address()));
+  EXPECT_TRUE(tcp->canConnect(tcp_listener->address()));
+  EXPECT_FALSE(tcp->canConnect(shm_listener->address()));
+  // The same name on another host (or another network namespace of this kernel) is out of shm's reach.
+  EXPECT_FALSE(shm->canConnect(Address::fromString("shm:another-boot-id/4026531840:megascale-shm-1-00")));
+  EXPECT_TRUE(shm->canConnect(Address::fromString("shm:" + hostIdentity() + ":megascale-shm-1-00")));
+  EXPECT_FALSE(tcp->canConnect(Address::fromString("tcp")));
+}
+
+}  // namespace
+}  // namespace megascale::transport
