@@ -10,6 +10,8 @@
 #include "collectives/dtype.h"
 #include "collectives/executor.h"
 #include "topology/host_record.h"
+#include "topology/net_interfaces.h"
+#include "topology/rails.h"
 #include "transport/address_list.h"
 #include "transport/net_transport.h"
 #include "transport/registry.h"
@@ -117,6 +119,9 @@ std::shared_ptr<Communicator> Communicator::create(const UniqueId& id, int rank,
   log::setRank(rank);
   std::string who = "rank " + std::to_string(rank);
   std::shared_ptr<Store> store = connectStore(id, who, options.timeout);
+  if (options.transport_options.bind_address.empty() && config::getBool("MEGASCALE_RAILS")) {
+    options.transport_options.bind_address = topology::railAddress(options.local_rank, topology::configuredInterfaceSpec());
+  }
   if (options.transport_options.bind_address.empty()) {
     StoreAddress sa = parseStoreUrl(id.store_url);
     std::string local = localAddressToward(sa.host, sa.port);

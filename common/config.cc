@@ -27,6 +27,8 @@ const std::vector<Knob>& knobs() {
        "NCCL net plugin interfaces, NCCL_SOCKET_IFNAME syntax (prefixes, =exact, ^ excludes); default: all but lo, docker*, virbr*"},
       {"MEGASCALE_HOST_NAME", Type::kString, "", "", "topology",
        "this host's name in the cluster model (default: SLURMD_NODENAME, else the kernel's host name); emulated hosts set it"},
+      {"MEGASCALE_RAILS", Type::kBool, "1", "", "topology",
+       "on a host whose NICs look like rails (several, each on a subnet of its own, same speed), local rank l listens on rail l mod rails (0: the interface routed toward the store)"},
       {"MEGASCALE_TOPO_FILE", Type::kString, "", "", "topology",
        "the cluster's switch tree in Slurm topology.conf syntax (SwitchName=... Nodes=... / Switches=...)"},
       {"MEGASCALE_SHM_RING_BYTES", Type::kInt, "4194304", "bytes", "transport", "shared-memory ring size"},

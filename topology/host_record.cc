@@ -9,6 +9,7 @@
 
 #include "common/config.h"
 #include "topology/net_interfaces.h"
+#include "topology/rails.h"
 
 namespace megascale::topology {
 namespace {
@@ -63,10 +64,7 @@ HostRecord discoverHostRecord(int rank, const std::string& interface_spec) {
     found.erase(std::remove_if(found.begin(), found.end(), [](const NetInterface& i) { return i.loopback; }),
                 found.end());
   }
-  // Rails follow the NICs' PCI order, as servers number their rails; virtual NICs (no PCI path) by name.
-  std::stable_sort(found.begin(), found.end(), [](const NetInterface& a, const NetInterface& b) {
-    return a.pci_path != b.pci_path ? a.pci_path < b.pci_path : a.name < b.name;
-  });
+  sortIntoRails(found);
   HostRecord record{thisHostName(), rank, {}};
   for (size_t i = 0; i < found.size() && i < kMaxNics; ++i) {
     record.nics.push_back(Nic{found[i].name, static_cast<int>(i), found[i].speed_mbps, found[i].ipv4});

@@ -62,6 +62,9 @@ NetInterface describe(const ifaddrs* entry) {
   char text[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr, text, sizeof(text));
   nic.ipv4 = text;
+  if (entry->ifa_netmask != nullptr) {
+    nic.prefix_length = __builtin_popcount(reinterpret_cast<const sockaddr_in*>(entry->ifa_netmask)->sin_addr.s_addr);
+  }
   nic.loopback = (entry->ifa_flags & IFF_LOOPBACK) != 0;
   const std::string sys = "/sys/class/net/" + nic.name;
   nic.speed_mbps = readIntFile(sys + "/speed");

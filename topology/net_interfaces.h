@@ -11,6 +11,7 @@ namespace megascale::topology {
 struct NetInterface {
   std::string name;      // "eth0"
   std::string ipv4;      // "10.0.0.5"
+  int prefix_length = 32;  // of the IPv4 netmask: 24 for 255.255.255.0
   int speed_mbps = 0;    // /sys/class/net/<name>/speed; 0 when the device does not say (virtual, loopback)
   int mtu = 0;
   std::string pci_path;  // sysfs path of the NIC's PCI function (/sys/devices/pci0000:00/0000:00:03.0); "" if virtual

@@ -37,11 +37,16 @@ for rank in 0 1 2 3; do
 done
 echo "ok: every collective exact across 2 hosts x 2 ranks; shm inside a host, tcp between hosts"
 
-# Every all-reduce, all-gather and reduce-scatter hierarchical, whatever its size.
+# Every all-reduce, all-gather and reduce-scatter hierarchical, whatever its size. Local rank l listens on rail l,
+# so each rail carries the ring of its local ranks.
+tx() { on_host 0 cat "/sys/class/net/rail$1/statistics/tx_bytes"; }
+before0=$(tx 0) before1=$(tx 1)
 MEGASCALE_ALGO=hier job hier 60000 "$check" 0 1 5 1000 70001
 for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "collective_check (hierarchical) failed on host $((i - 1))"; }; done
 grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fail "hierarchical collectives were wrong"; }
-echo "ok: every hierarchical collective exact"
+rail0=$(($(tx 0) - before0)) rail1=$(($(tx 1) - before1))
+((rail0 > 1000000 && rail1 > 1000000)) || fail "host 0 sent $rail0 bytes on rail 0 and $rail1 on rail 1: both rails should carry rings"
+echo "ok: every hierarchical collective exact; host 0 sent $rail0 bytes on rail 0, $rail1 on rail 1"
 
 job cut 3000 "$perf" -b 32M -e 32M -n 5000 -w 1
 sleep 3
