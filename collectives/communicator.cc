@@ -451,6 +451,7 @@ Status Communicator::run(Task& task) {
   ctx.timeout = options_.timeout;
   ctx.aborted = &aborted_;
   ctx.nranks_for_average = nranks_;
+  ctx.scratch = &scratch_;
   if (task.spec.collective == Collective::kSendRecv) {
     std::vector<void*> buffers = {nullptr, nullptr, nullptr};
     for (const PointToPoint& p : task.p2p) buffers.push_back(p.buffer);

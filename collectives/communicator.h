@@ -15,6 +15,7 @@
 
 #include "collectives/bootstrap/store.h"
 #include "collectives/bootstrap/unique_id.h"
+#include "collectives/executor.h"
 #include "collectives/host_layout.h"
 #include "collectives/node/node_engine.h"
 #include "collectives/peer_links.h"
@@ -156,6 +157,7 @@ class Communicator {
   CommunicatorOptions options_;
   std::unique_ptr<PeerLinks> links_;  // the thread running a task only
   std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
+  ScratchCache scratch_;                    // the thread running a task
   std::unique_ptr<HostLayout> layout_;      // the thread running a task (a split sets it before any task)
   std::vector<std::string> transport_names_;  // best first
 

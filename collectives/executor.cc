@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -40,58 +41,113 @@ bool sleepOnSockets(const std::vector<InFlight>& flights, std::vector<pollfd>& f
   return true;
 }
 
+// Whether a transfer touches bytes that local steps write (or, for a receive, read).
+template <typename At>
+bool touchesAny(const Step& transfer, const std::vector<Step>& locals, const At& at, size_t es) {
+  const auto overlap = [&](const Slice& x, const Slice& y) {
+    return x.count > 0 && y.count > 0 && at(x) < at(y) + y.count * es && at(y) < at(x) + x.count * es;
+  };
+  const bool is_send = transfer.kind == Step::kSend;
+  const Slice& mine = is_send ? transfer.a : transfer.dst;
+  for (const Step& l : locals) {
+    if (overlap(mine, l.dst)) return true;
+    if (!is_send && (overlap(mine, l.a) || (l.kind == Step::kReduce && overlap(mine, l.b)))) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+uint8_t* ScratchCache::get(size_t wanted, std::unique_ptr<uint8_t[]>& owned) {
+  if (wanted <= size) return bytes.get();
+  if (wanted > kMaxCachedBytes) {
+    owned.reset(new (std::nothrow) uint8_t[wanted]);
+    return owned.get();
+  }
+  bytes.reset();  // free the old block before taking the larger one
+  bytes.reset(new (std::nothrow) uint8_t[wanted]);
+  size = bytes ? wanted : 0;
+  return bytes.get();
+}
 
 Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, mscDataType_t type, mscRedOp_t op,
                        PeerLinks& links, const ExecutionContext& ctx) {
   const size_t es = dtypeSize(type);
-  std::unique_ptr<uint8_t[]> scratch;
+  std::unique_ptr<uint8_t[]> owned;
+  uint8_t* scratch = nullptr;
   if (schedule.scratch_count > 0) {
-    scratch.reset(new (std::nothrow) uint8_t[schedule.scratch_count * es]);
-    if (!scratch) {
+    const size_t bytes = schedule.scratch_count * es;
+    if (ctx.scratch != nullptr) {
+      scratch = ctx.scratch->get(bytes, owned);
+    } else {
+      owned.reset(new (std::nothrow) uint8_t[bytes]);
+      scratch = owned.get();
+    }
+    if (scratch == nullptr) {
       return Status(ErrorCode::kSystem, ctx.operation + ": rank " + std::to_string(ctx.rank) + ": cannot allocate " +
-                                            std::to_string(schedule.scratch_count * es) + " bytes of scratch");
+                                            std::to_string(bytes) + " bytes of scratch");
     }
   }
   if (buffers.size() <= kScratch) buffers.resize(kScratch + 1, nullptr);
-  buffers[kScratch] = scratch.get();
+  buffers[kScratch] = scratch;
   auto at = [&](const Slice& s) { return static_cast<uint8_t*>(buffers[s.buffer]) + s.offset * es; };
   auto fail = [&](ErrorCode code, const std::string& why) {
     return Status(code, ctx.operation + ": rank " + std::to_string(ctx.rank) + ": " + why);
   };
 
-  std::vector<InFlight> flights;
+  // Posts f's step; f.request stays null when its comm has no free slot.
+  const auto post = [&](InFlight& f) {
+    const Step& step = *f.step;
+    if (step.kind == Step::kSend) return f.send->isend(at(step.a), step.a.count * es, ctx.tag, nullptr, &f.request);
+    void* dst = at(step.dst);
+    size_t capacity = step.dst.count * es;
+    return f.recv->irecv(1, &dst, &capacity, &ctx.tag, nullptr, &f.request);
+  };
+  const auto commOf = [](const InFlight& f) {
+    return f.step->kind == Step::kSend ? static_cast<const void*>(f.send) : static_cast<const void*>(f.recv);
+  };
+
+  std::vector<InFlight> flights, next;
+  bool next_started = false;
   for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
     const Phase& phase = schedule.phases[phase_index];
     Deadline deadline = deadlineAfter(ctx.timeout);
-    flights.clear();
-    for (const Step& step : phase.comm) {
-      InFlight f{&step};
-      Status s = step.kind == Step::kSend ? links.sendComm(step.peer, deadline, &f.send)
-                                          : links.recvComm(step.peer, deadline, &f.recv);
+    if (next_started) {
+      flights.swap(next);
+    } else {
+      flights.clear();
+      for (const Step& step : phase.comm) flights.push_back(InFlight{&step});
+    }
+    next_started = false;
+    for (InFlight& f : flights) {
+      if (f.send != nullptr || f.recv != nullptr) continue;
+      Status s = f.step->kind == Step::kSend ? links.sendComm(f.step->peer, deadline, &f.send)
+                                             : links.recvComm(f.step->peer, deadline, &f.recv);
       if (!s.isOk()) return fail(s.code(), s.message());
-      flights.push_back(f);
     }
     size_t remaining = flights.size();
     IdleBackoff backoff;
     std::vector<pollfd> fds;
     uint32_t spins = 0;
+    std::vector<const void*> unposted;  // comms with a step not posted yet in this pass
     while (remaining > 0) {
       bool moved = false;
+      unposted.clear();
       for (InFlight& f : flights) {
         if (f.done) continue;
         const Step& step = *f.step;
         Status s;
         if (f.request == nullptr) {  // post; a null request back means no free slot yet
-          if (step.kind == Step::kSend) {
-            s = f.send->isend(at(step.a), step.a.count * es, ctx.tag, nullptr, &f.request);
-          } else {
-            void* dst = at(step.dst);
-            size_t capacity = step.dst.count * es;
-            s = f.recv->irecv(1, &dst, &capacity, &ctx.tag, nullptr, &f.request);
-          }
+          // Messages between two ranks match in the order they are posted: never post past an earlier step
+          // of this phase on the same comm.
+          const void* comm = commOf(f);
+          if (std::find(unposted.begin(), unposted.end(), comm) != unposted.end()) continue;
+          s = post(f);
           if (!s.isOk()) return fail(s.code(), s.message());
-          if (f.request == nullptr) continue;
+          if (f.request == nullptr) {
+            unposted.push_back(comm);
+            continue;
+          }
           moved = true;
         }
         bool done = false;
@@ -141,6 +197,28 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
         continue;
       }
       backoff.idle();
+    }
+    // Before this phase's copies and reductions, post the next phase's transfers that touch none of the bytes
+    // they read or write, on comms already connected: a pipelined schedule's next chunk then crosses the network
+    // while this one is being reduced.
+    if (!phase.local.empty() && phase_index + 1 < schedule.phases.size()) {
+      next.clear();
+      std::vector<const void*> held;  // comms whose earlier step in the next phase waits: later ones wait too
+      for (const Step& step : schedule.phases[phase_index + 1].comm) {
+        InFlight f{&step};
+        if (step.kind == Step::kSend) f.send = links.connectedSendComm(step.peer);
+        else f.recv = links.connectedRecvComm(step.peer);
+        const void* comm = commOf(f);
+        const bool ready = comm != nullptr && std::find(held.begin(), held.end(), comm) == held.end() &&
+                           !touchesAny(step, phase.local, at, es);
+        if (ready) {
+          Status s = post(f);
+          if (!s.isOk()) return fail(s.code(), s.message());
+        }
+        if (comm != nullptr && f.request == nullptr) held.push_back(comm);
+        next.push_back(f);
+      }
+      next_started = true;
     }
     for (const Step& step : phase.local) {
       if (step.kind == Step::kCopy) {

@@ -36,6 +36,16 @@ std::string PeerLinks::transportTo(int peer) const {
   return it == chosen_.end() ? "" : it->second;
 }
 
+transport::SendComm* PeerLinks::connectedSendComm(int peer) const {
+  auto it = send_.find(peer);
+  return it == send_.end() ? nullptr : it->second.get();
+}
+
+transport::RecvComm* PeerLinks::connectedRecvComm(int peer) const {
+  auto it = recv_.find(peer);
+  return it == recv_.end() ? nullptr : it->second.get();
+}
+
 std::string PeerLinks::describePeer(int peer) const {
   auto it = hosts_.find(peer);
   const std::string rank = "rank " + std::to_string(peer);

@@ -41,6 +41,10 @@ class PeerLinks {
   Status sendComm(int peer, Deadline deadline, transport::SendComm** comm);
   Status recvComm(int peer, Deadline deadline, transport::RecvComm** comm);
 
+  /// The comm to `peer` / from `peer` if it is already connected; null otherwise (never waits).
+  transport::SendComm* connectedSendComm(int peer) const;
+  transport::RecvComm* connectedRecvComm(int peer) const;
+
   /// The transport this rank sends to `peer` with; "" before the first send to it.
   std::string transportTo(int peer) const;
   /// "rank 3 on host node07" once this rank has connected to or accepted from rank 3; "rank 3" before. For

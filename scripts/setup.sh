@@ -11,6 +11,7 @@ packages=(
   openmpi-bin libopenmpi-dev libgloo-dev
   libpmix-dev                               # rendezvous through mpirun's PMIx server (no MASTER_ADDR)
   iproute2 procps python3
+  iperf3                                    # the link-rate baseline of bench/multihost_compare.sh
   libhwloc-dev                              # NIC locality (PCI function, NUMA node) for the NCCL net plugin
   libdnnl-dev libopenblas-dev libblis-dev   # GEMM libraries the trainer measures (opened at run time)
   python3-torch python3-numpy               # the trainer's numerics oracle and its PyTorch baseline

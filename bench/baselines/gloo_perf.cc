@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
   // Scope keys by this job's unique id so stale files from earlier runs are never read.
   std::string prefix = std::to_string(std::hash<std::string>{}(job ? job : "gloo"));
   gloo::rendezvous::PrefixStore store(prefix, file_store);
-  gloo::transport::tcp::attr attr("127.0.0.1");
+  // On emulated or real hosts, the address to listen on (as ours reads it); loopback on one host.
+  const char* address = std::getenv("MEGASCALE_TCP_IFADDR");
+  gloo::transport::tcp::attr attr(address != nullptr && *address != '\0' ? address : "127.0.0.1");
   auto device = gloo::transport::tcp::CreateDevice(attr);
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, n);
   context->connectFullMesh(store, device);
@@ -53,8 +55,8 @@ int main(int argc, char** argv) {
   }
   std::string algo = o.algorithm.empty() ? "ring_chunked" : o.algorithm;
   if (rank == 0) {
-    std::printf("# baseline: Gloo %s%s, %d ranks, fp32 sum, tcp loopback\n", o.collective.c_str(),
-                gather ? "" : (" " + algo).c_str(), n);
+    std::printf("# baseline: Gloo %s%s, %d ranks, fp32 sum, tcp on %s\n", o.collective.c_str(),
+                gather ? "" : (" " + algo).c_str(), n, attr.hostname.c_str());
     printColumnHeader(stdout);
   }
   double factor = gather ? static_cast<double>(n - 1) / n : 2.0 * (n - 1) / n;

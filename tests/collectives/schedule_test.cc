@@ -172,6 +172,25 @@ TEST(HierarchicalSchedule, CorrectForEveryLayoutAndAwkwardCounts) {
   }
 }
 
+// Large enough to be cut into pipelined chunks (one chunk per 64 Ki elements, at most 4), with ragged ends.
+TEST(HierarchicalSchedule, PipelinedChunksAreCorrect) {
+  for (Collective collective : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter}) {
+    for (const HostLayout& layout : {HostLayout::fromHostOf({0, 0, 0, 1, 1}), HostLayout::fromHostOf({0, 1, 0, 1})}) {
+      for (size_t count : {size_t{196611}}) {  // 3 chunks, ragged
+        for (bool in_place : {false, true}) {
+          std::string error = runCase({collective, Algorithm::kHierarchical}, layout.ranks(), count, 0, in_place, mscSum, &layout);
+          ASSERT_EQ(error, "") << collectiveName(collective) << " hosts " << describeLayout(layout) << " count=" << count
+                               << " in_place=" << in_place;
+        }
+      }
+    }
+  }
+  // Chunks overlap: with 4 chunks, a 3-host all-reduce takes 3 phases more than one chunk's 6, not 3 x 6 more.
+  const HostLayout layout = HostLayout::blocks(3, 2);
+  const Schedule s = buildSchedule({Collective::kAllReduce, Algorithm::kHierarchical, 4 << 16, 0, 6, 0, false, &layout});
+  EXPECT_EQ(s.phases.size(), 6u + 3u);
+}
+
 TEST(HierarchicalSchedule, RailsCarryTheInterHostTrafficInParallel) {
   // 4 hosts x 2 ranks: each rank sends to other hosts only its rail's part (half of the vector, reduced and
   // gathered around a 4-host ring): 2 x (3/4) x (N/2) elements, where a flat ring sends 2 x (7/8) x N.
