@@ -57,13 +57,12 @@ for i in 1 2; do
 done
 took_ms=$((($(date +%s%N) - cut) / 1000000))
 ((took_ms < 15000)) || fail "the ranks took $took_ms ms to fail after the cut (timeout 3000 ms)"
-# Every host's first error names its rank, the peer and the peer's host (a rank may first see a peer of its own
-# host stall, the cut's echo); the cut itself shows as a peer on the other host in at least one of them.
+# Every host's first error names its rank, the peer and the peer's host. Which peer depends on timing: under a
+# hierarchical all-reduce a rank waiting on an owner of its own host that stalled on the cut may time out first
+# (megascale-run then stops the others), so the peer named need not be across the cable.
 for i in 0 1; do
   grep -q "rank [0-3]: .*rank [0-3] on host ${EMU_TAG}h[01]" "$([ "$i" = 0 ] && echo "$out0" || echo "$out1")" ||
     { cat "$out0" "$out1"; fail "host $i's error does not name rank, peer and host"; }
 done
-grep -q "rank [01]: .*on host ${EMU_TAG}h1" "$out0" || grep -q "rank [23]: .*on host ${EMU_TAG}h0" "$out1" ||
-  { cat "$out0" "$out1"; fail "no error names a peer across the pulled cable"; }
 echo "ok: a pulled cable fails every rank in $took_ms ms, naming rank, peer and host:"
 grep -h "WARN" "$out0" "$out1" | head -2
