@@ -1,6 +1,8 @@
-"""Times every all-reduce algorithm for each rank count and size and writes collectives/tuning_table.inc with
-the fastest per range (see tune.sh)."""
+"""Times every all-reduce algorithm for each shape (hosts x ranks per host) and size and writes
+collectives/tuning_table.inc with the fastest per range (see tune.sh). Rows of other shapes already in the file
+are kept, so a cluster's table grows shape by shape."""
 import os
+import platform
 import re
 import statistics
 import subprocess
@@ -8,21 +10,25 @@ import sys
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 OUTPUT = sys.argv[2] if len(sys.argv) > 2 else "collectives/tuning_table.inc"
-RANKS = [int(r) for r in os.environ.get("RANKS", "2 3 4 5 6 7 8").split()]
+HOSTS = int(os.environ.get("HOSTS", "1"))
+RANKS = [int(r) for r in os.environ.get("RANKS", "2 3 4 5 6 7 8").split()]  # per host
+LAUNCH = os.environ.get("LAUNCH", os.path.join(BUILD, "launcher", "megascale-run") + " -n {n}")
 MAX = os.environ.get("MAX", "16M")
 ITERS = os.environ.get("ITERS", "50")
 REPEATS = int(os.environ.get("REPEATS", "3"))
 MARGIN = 1.10  # another algorithm must be 10% faster to displace the one chosen for the size below
-ALGOS = {"direct": "kDirect", "rhd": "kRecursiveHalvingDoubling", "ring": "kRing"}
-ROW = re.compile(r"^\s*(?:\[0\]\s+)?(\d+)\s+\d+\s+float\s+sum\s+-?\d+\s+([\d.]+)")
+ALGOS = {"direct": "kDirect", "rhd": "kRecursiveHalvingDoubling", "ring": "kRing", "dbtree": "kDoubleBinaryTree"}
+if HOSTS > 1:
+    ALGOS["hier"] = "kHierarchical"
+ROW = re.compile(r"^\s*(?:\[\d+\]\s+)?(\d+)\s+\d+\s+float\s+sum\s+-?\d+\s+([\d.]+)")
+TABLE_ROW = re.compile(r"^\s*\{(\d+), (\d+), (\d+), (\w+), Algorithm::(\w+)\},")
 
 
 def times(ranks, algo):
     # direct keeps every rank's vector in scratch: measure it only where it can win (small messages).
     top = "1M" if algo == "direct" else MAX
-    cmd = [os.path.join(BUILD, "launcher", "megascale-run"), "-n", str(ranks),
-           os.path.join(BUILD, "bench", "all_reduce_perf"), "-b", "8", "-e", top, "-f", "4", "-n", ITERS, "-w", "5",
-           "-c", "0"]
+    cmd = LAUNCH.format(n=ranks).split() + [os.path.join(BUILD, "bench", "all_reduce_perf"), "-b", "8", "-e", top,
+                                            "-f", "4", "-n", ITERS, "-w", "5", "-c", "0"]
     out = subprocess.run(cmd, env=dict(os.environ, MEGASCALE_ALGO=algo), capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         sys.exit(f"tune: {' '.join(cmd)} failed:\n{out.stderr}")
@@ -46,24 +52,61 @@ def choose(measured, sizes):
     return best
 
 
+def link_fit(ring_us, n):
+    """The cost model's link from the ring's timings: 2(n-1) steps of latency + bytes/n at the link's rate."""
+    smallest, largest = min(ring_us), max(ring_us)
+    latency_us = ring_us[smallest] / (2 * (n - 1))
+    bytes_per_s = 2 * (n - 1) / n * largest / (ring_us[largest] * 1e-6)
+    return latency_us, bytes_per_s
+
+
+def machine():
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{os.uname().nodename}, {model}, {os.cpu_count()} cores"
+
+
+def shapes_text(rows):
+    by_hosts = {}
+    for hosts, lo, hi, _, _ in rows:
+        by_hosts.setdefault(int(hosts), set()).update({int(lo), int(hi)})
+    return "; ".join(f"{h} host{'s' if h > 1 else ''} x {min(r)}-{max(r)} ranks" for h, r in sorted(by_hosts.items()))
+
+
 def main():
+    kept = []
+    if os.path.exists(OUTPUT):
+        with open(OUTPUT) as f:
+            kept = [m.groups() for m in map(TABLE_ROW.match, f) if m]
+    kept = [r for r in kept if not (int(r[0]) == HOSTS and int(r[1]) in RANKS)]
     rows = []
-    for ranks in RANKS:
-        measured = {algo: median_times(ranks, algo) for algo in ALGOS}
+    for per_host in RANKS:
+        n = HOSTS * per_host
+        measured = {algo: median_times(n, algo) for algo in ALGOS}
         sizes = sorted(measured["ring"])
         best = choose(measured, sizes)
-        print(f"{ranks} ranks: " + " ".join(f"{s}:{b}" for s, b in zip(sizes, best)))
+        latency_us, bytes_per_s = link_fit(measured["ring"], n)
+        print(f"{HOSTS} x {per_host} ranks: " + " ".join(f"{s}:{b}" for s, b in zip(sizes, best)))
+        print(f"  ring fit: {latency_us:.1f} us per step, {bytes_per_s * 8 / 1e6:.0f} Mbit/s"
+              + (f" (MEGASCALE_NET_LATENCY_US={latency_us:.0f} MEGASCALE_NET_MBPS={bytes_per_s * 8 / 1e6:.0f})"
+                 if HOSTS > 1 and per_host == 1 else ""))
         for i, size in enumerate(sizes):
-            last_of_group = i == len(sizes) - 1 or best[i + 1] != best[i]
-            if last_of_group:
+            if i == len(sizes) - 1 or best[i + 1] != best[i]:
                 limit = "SIZE_MAX" if i == len(sizes) - 1 else str(size)
-                hi = "1 << 20" if ranks == RANKS[-1] else str(ranks)
-                rows.append(f"{{{ranks}, {hi}, {limit}, Algorithm::{ALGOS[best[i]]}}},")
+                rows.append((str(HOSTS), str(per_host), str(per_host), limit, ALGOS[best[i]]))
+    rows = kept + rows
     with open(OUTPUT, "w") as f:
-        f.write("// Generated by bench/tune.sh on " + os.uname().nodename + " (" + str(os.cpu_count()) +
-                " cores): the fastest all-reduce per rank count\n// and size; rows are tried in order. Regenerate "
-                "with bench/tune.sh; edit by hand only to override.\n")
-        f.write("\n".join(rows) + "\n")
+        f.write("// Generated by bench/tune.sh: the fastest all-reduce per shape (hosts, ranks per host) and size, rows"
+                " tried in\n// order; a shape without rows falls back to the cost model. Regenerate with bench/tune.sh"
+                " on the cluster the\n// defaults should fit; edit by hand only to override.\n")
+        f.write(f'constexpr const char* kTunedOn = "{machine()}: {shapes_text(rows)}";\n')
+        f.write("constexpr TuningRow kTuningRows[] = {\n")
+        f.write("".join(f"    {{{h}, {lo}, {hi}, {limit}, Algorithm::{a}}},\n" for h, lo, hi, limit, a in rows))
+        f.write("};\n")
     print(f"wrote {OUTPUT}: {len(rows)} rows")
 
 

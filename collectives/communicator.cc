@@ -22,6 +22,29 @@
 
 namespace megascale {
 
+namespace {
+
+// The network link the cost model assumes: the user's figures, else the slowest selected NIC's speed.
+LinkCost networkLinkCost() {
+  LinkCost link;
+  const int64_t latency_us = config::getInt("MEGASCALE_NET_LATENCY_US");
+  int64_t mbps = config::getInt("MEGASCALE_NET_MBPS");
+  if (latency_us < 0 || mbps < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_NET_MBPS and MEGASCALE_NET_LATENCY_US must be >= 0");
+  }
+  if (mbps == 0) {
+    for (const topology::NetInterface& nic : topology::discoverInterfaces(config::getString("MEGASCALE_NET_IF"))) {
+      if (!nic.loopback && nic.speed_mbps > 0 && (mbps == 0 || nic.speed_mbps < mbps)) mbps = nic.speed_mbps;
+    }
+  }
+  if (mbps == 0) mbps = 10000;
+  link.latency_s = static_cast<double>(latency_us) * 1e-6;
+  link.bytes_per_s = static_cast<double>(mbps) * 1e6 / 8;
+  return link;
+}
+
+}  // namespace
+
 CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   config::warnUnknownVariablesOnce();
   CommunicatorOptions o;
@@ -31,10 +54,10 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   Algorithm a = Algorithm::kAuto;
   bool valid = parseAlgorithm(algo, &a) && (a == Algorithm::kAuto || a == Algorithm::kRing ||
                                              a == Algorithm::kRecursiveHalvingDoubling || a == Algorithm::kDirect ||
-                                             a == Algorithm::kHierarchical);
+                                             a == Algorithm::kHierarchical || a == Algorithm::kDoubleBinaryTree);
   o.algorithm = a;
   if (!valid) {
-    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, rhd, direct or hier");
+    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, rhd, direct, dbtree or hier");
   }
   o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
   o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));
@@ -52,6 +75,7 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   o.node.stream_min = bytes("MEGASCALE_SHM_STREAM_MIN", 0);
   o.node.spin = std::chrono::nanoseconds(bytes("MEGASCALE_SHM_SPIN_NS", 0));
   o.inline_bytes = bytes("MEGASCALE_INLINE_BYTES", 0);
+  o.link_costs.network = networkLinkCost();
   return o;
 }
 
@@ -213,6 +237,7 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   bool rooted = c == Collective::kBroadcast || c == Collective::kReduce;
   validate(collectiveName(c), in, out, count, type, op, root, reduction, rooted);
   ScheduleSpec spec{c, Algorithm::kAuto, count, rank_, nranks_, root, false};
+  spec.links = &options_.link_costs;
   size_t es = dtypeSize(type);
   // NCCL's in-place conventions.
   const uint8_t* in_bytes = static_cast<const uint8_t*>(in);

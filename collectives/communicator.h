@@ -23,6 +23,7 @@
 #include "collectives/work.h"
 #include "megascale/megascale.h"
 #include "transport/transport.h"
+#include "collectives/cost_model.h"
 
 namespace megascale {
 
@@ -38,6 +39,7 @@ struct CommunicatorOptions {
   bool node_engine = true;          // MEGASCALE_SHM_COLLECTIVES: used when the transport is shm
   node::NodeOptions node;           // MEGASCALE_SHM_*
   size_t inline_bytes = 64 << 10;   // MEGASCALE_INLINE_BYTES
+  LinkCosts link_costs;             // MEGASCALE_NET_MBPS, MEGASCALE_NET_LATENCY_US: the algorithm cost model's
 
   /// Options from the MEGASCALE_* environment (config registry).
   static CommunicatorOptions fromEnvironment();

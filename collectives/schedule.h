@@ -14,6 +14,7 @@
 namespace megascale {
 
 struct HostLayout;
+struct LinkCosts;
 
 enum class Collective : uint8_t {
   kAllReduce,
@@ -36,6 +37,7 @@ enum class Algorithm : uint8_t {
   kPairwise,                // all-to-all
   kDissemination,           // barrier
   kHierarchical,            // all-reduce, all-gather, reduce-scatter across hosts (needs ScheduleSpec::hosts)
+  kDoubleBinaryTree,        // all-reduce: two pipelined binary trees; 2 log2(n) hops instead of the ring's 2(n-1)
 };
 const char* algorithmName(Algorithm a);
 bool parseAlgorithm(const std::string& name, Algorithm* a);
@@ -79,9 +81,11 @@ struct ScheduleSpec {
   int root = 0;
   bool in_place = false;  // input and output alias as NCCL defines in-place for this collective
   const HostLayout* hosts = nullptr;  // which ranks share a host; hierarchical algorithms need it
+  const LinkCosts* links = nullptr;   // the job's link rates for the cost model; null: LinkCosts' defaults
 };
 
-/// The algorithm kAuto resolves to for this spec, from the size and rank count.
+/// The algorithm kAuto resolves to for this spec: from the tuning table where it was measured on this shape
+/// (hosts, ranks per host), otherwise from the cost model.
 Algorithm chooseAlgorithm(const ScheduleSpec& spec, size_t dtype_size);
 
 /// Element counts of the input and output buffers a spec uses.

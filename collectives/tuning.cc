@@ -1,22 +1,28 @@
 #include "collectives/tuning.h"
 
+#include <iterator>
+
 namespace megascale {
 
-const std::vector<TuningRow>& allReduceTuningTable() {
-  static const std::vector<TuningRow> table = {
-#include "collectives/tuning_table.inc"
-  };
-  return table;
-}
+namespace {
+#include "collectives/tuning_table.inc"  // kTunedOn, kTuningRows
+}  // namespace
 
-Algorithm tunedAllReduceAlgorithm(int nranks, size_t bytes) {
+std::span<const TuningRow> allReduceTuningTable() { return {std::begin(kTuningRows), std::end(kTuningRows)}; }
+
+const char* tuningTableMachine() { return kTunedOn; }
+
+std::optional<Algorithm> tunedAllReduceAlgorithm(int hosts, int ranks_per_host, size_t bytes) {
   for (const TuningRow& row : allReduceTuningTable()) {
-    if (nranks < row.min_ranks || nranks > row.max_ranks || bytes > row.max_bytes) continue;
+    if (hosts != row.hosts || ranks_per_host < row.min_ranks_per_host || ranks_per_host > row.max_ranks_per_host ||
+        bytes > row.max_bytes) {
+      continue;
+    }
     // Direct keeps all n vectors in scratch; whatever a table says, it is never worth that beyond 1 MiB.
     if (row.algorithm == Algorithm::kDirect && bytes > kDirectMaxBytes) return Algorithm::kRecursiveHalvingDoubling;
     return row.algorithm;
   }
-  return Algorithm::kRing;
+  return std::nullopt;
 }
 
 }  // namespace megascale

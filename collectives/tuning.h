@@ -1,22 +1,28 @@
-// The all-reduce algorithm by rank count and message size, from a table that bench/tune.sh regenerates by
-// timing every algorithm on this machine class (collectives/tuning_table.inc). MEGASCALE_ALGO overrides it.
+// The all-reduce algorithm by the cluster's shape (hosts, ranks per host) and message size, from a table that
+// bench/tune.sh regenerates by timing every algorithm on a cluster (collectives/tuning_table.inc). The table
+// answers only for the shapes it was measured on; chooseAlgorithm asks the cost model (cost_model.h) for any
+// other. MEGASCALE_ALGO overrides both.
 #pragma once
 
 #include <cstddef>
-#include <vector>
+#include <optional>
+#include <span>
 
 #include "collectives/schedule.h"
 
 namespace megascale {
 
 struct TuningRow {
-  int min_ranks;
-  int max_ranks;
+  int hosts;
+  int min_ranks_per_host;
+  int max_ranks_per_host;
   size_t max_bytes;  // the row applies to messages up to this size
   Algorithm algorithm;
 };
 
-const std::vector<TuningRow>& allReduceTuningTable();
+std::span<const TuningRow> allReduceTuningTable();
+/// Where the table was measured ("AMD EPYC, 2 cores: 1 host x 2-8 ranks, shared memory").
+const char* tuningTableMachine();
 
 constexpr size_t kDirectMaxBytes = 1 << 20;
 
@@ -25,7 +31,7 @@ constexpr size_t kDirectMaxBytes = 1 << 20;
 /// memory. Below it, the hierarchy's extra intra-host stages cost more latency than they save.
 constexpr size_t kHierarchicalMinBytes = 256 << 10;
 
-/// The first row covering (nranks, bytes); ring when none does (large messages).
-Algorithm tunedAllReduceAlgorithm(int nranks, size_t bytes);
+/// The first row covering (hosts, ranks_per_host, bytes); nullopt when the table has no row for the shape.
+std::optional<Algorithm> tunedAllReduceAlgorithm(int hosts, int ranks_per_host, size_t bytes);
 
 }  // namespace megascale

@@ -15,6 +15,10 @@ Schedule ringAllGather(const ScheduleSpec& spec);
 Schedule ringReduceScatter(const ScheduleSpec& spec);
 Schedule halvingDoublingAllReduce(const ScheduleSpec& spec);
 Schedule directAllReduce(const ScheduleSpec& spec);
+Schedule doubleTreeAllReduce(const ScheduleSpec& spec);
+/// The double tree's shape, for the cost model: chunks per half of `half_count` elements, deepest node's depth.
+size_t doubleTreeChunks(size_t half_count);
+int doubleTreeDepth(int nranks);
 Schedule treeBroadcast(const ScheduleSpec& spec);
 Schedule treeReduce(const ScheduleSpec& spec);
 Schedule pairwiseAllToAll(const ScheduleSpec& spec);

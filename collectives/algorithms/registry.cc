@@ -9,6 +9,7 @@ Builder builderFor(Collective collective, Algorithm algorithm) {
       if (algorithm == Algorithm::kRecursiveHalvingDoubling) return halvingDoublingAllReduce;
       if (algorithm == Algorithm::kDirect) return directAllReduce;
       if (algorithm == Algorithm::kHierarchical) return hierarchicalAllReduce;
+      if (algorithm == Algorithm::kDoubleBinaryTree) return doubleTreeAllReduce;
       return nullptr;
     case Collective::kAllGather:
       if (algorithm == Algorithm::kHierarchical) return hierarchicalAllGather;

@@ -85,7 +85,7 @@ void applyPreset(const std::string& name, Options* o) {
       "  --workload W                   permutation, incast, alltoall, websearch, fbhadoop, allreduce,\n"
       "                                 or file:PATH (lines \"src dst bytes start_us\")\n"
       "  --bytes B                      flow size, or the all-reduce's bytes per GPU (default 2000000)\n"
-      "  --algorithm A                  all-reduce across hosts: auto (the library's choice), ring, rhd\n"
+      "  --algorithm A                  all-reduce across hosts: auto (the library's choice), ring, rhd, dbtree\n"
       "  --nvlink-gbs G                 rail topology all-reduce: NVLink GB/s per GPU each way (default 300)\n"
       "  --unit-packets N               simulate N 4 KiB packets of a flow as one train (default 1): fewer\n"
       "                                 events, less accuracy (docs/congestion.md measures it)\n"
@@ -315,6 +315,8 @@ AllReduceOutcome runAllReduce(Network& net, const Options& o, const ControlFacto
   spec.rails = o.topology == "rail" ? o.rails : 1;
   spec.bytes_per_gpu = o.bytes;
   spec.nvlink_bytes_per_s = o.nvlink_gbs * 1e9;
+  // A message's completion waits for its acknowledgement: across a rail, ToR - aggregation - ToR and back.
+  spec.network = LinkCost{8 * o.delay_us * 1e-6, o.rate_gbps * 1e9 / 8};
   if (!parseAlgorithm(o.algorithm, &spec.algorithm)) throw std::invalid_argument("unknown algorithm '" + o.algorithm + "'");
   const RailAllReduceResult r = runRailAllReduce(net, spec, control, end);
   AllReduceOutcome out;

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "collectives/host_layout.h"
+
 namespace megascale::congestion::sim {
 
 RailAllReduceResult runRailAllReduce(Network& net, const RailAllReduceSpec& spec, const ControlFactory& control,
@@ -19,7 +21,15 @@ RailAllReduceResult runRailAllReduce(Network& net, const RailAllReduceSpec& spec
   across.count = spec.bytes_per_gpu / 4 / static_cast<uint64_t>(spec.rails);  // this GPU's shard after NVLink
   across.nranks = static_cast<int>(rails[0].size());
   across.algorithm = spec.algorithm;
+  // The library's choice for one rank per server on these links (every rail's ring crosses the network).
+  const HostLayout servers = HostLayout::blocks(across.nranks, 1);
+  LinkCosts links;
+  links.network = spec.network;
+  across.hosts = &servers;
+  across.links = &links;
   across.algorithm = chooseAlgorithm(across, 4);
+  across.hosts = nullptr;
+  across.links = nullptr;
   RailAllReduceResult r;
   r.algorithm = across.algorithm;
   r.network = CollectiveReplay(net, rails, across, 4, control).run(end);

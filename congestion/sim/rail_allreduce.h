@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "collectives/cost_model.h"
 #include "congestion/sim/collective_replay.h"
 
 namespace megascale::congestion::sim {
@@ -16,6 +17,7 @@ struct RailAllReduceSpec {
   uint64_t bytes_per_gpu = 0;     // the all-reduce's size, float32 elements
   Algorithm algorithm = Algorithm::kAuto;  // across servers; kAuto: the library's choice
   double nvlink_bytes_per_s = 300e9;       // per GPU, each way
+  LinkCost network{8e-6, 25e9};            // what kAuto's cost model assumes: a message's round trip, the NIC rate
 };
 
 struct RailAllReduceResult {

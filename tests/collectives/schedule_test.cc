@@ -123,6 +123,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{Collective::kAllReduce, Algorithm::kRing},
                       Case{Collective::kAllReduce, Algorithm::kRecursiveHalvingDoubling},
                       Case{Collective::kAllReduce, Algorithm::kDirect},
+                      Case{Collective::kAllReduce, Algorithm::kDoubleBinaryTree},
                       Case{Collective::kAllGather, Algorithm::kRing},
                       Case{Collective::kReduceScatter, Algorithm::kRing},
                       Case{Collective::kBroadcast, Algorithm::kBinomialTree},
@@ -239,22 +240,24 @@ TEST(Schedule, AutoPicksByMessageSize) {
   EXPECT_EQ(chooseAlgorithm(large, 4), Algorithm::kRing);
 }
 
-TEST(Schedule, TuningTableAnswersForEveryRankCountAndSize) {
+TEST(Schedule, TuningTableAnswersForEveryMeasuredShapeAndSize) {
   for (const TuningRow& row : allReduceTuningTable()) {
-    EXPECT_LE(row.min_ranks, row.max_ranks);
+    EXPECT_LE(row.min_ranks_per_host, row.max_ranks_per_host);
     EXPECT_TRUE(row.algorithm == Algorithm::kRing || row.algorithm == Algorithm::kRecursiveHalvingDoubling ||
-                row.algorithm == Algorithm::kDirect);
+                row.algorithm == Algorithm::kDirect || row.algorithm == Algorithm::kDoubleBinaryTree);
   }
-  for (int n = 1; n <= 64; ++n) {
+  EXPECT_NE(std::string(tuningTableMachine()), "");
+  for (int n = 2; n <= 8; ++n) {
     for (size_t bytes = 1; bytes <= (size_t(1) << 34); bytes *= 4) {
-      Algorithm a = tunedAllReduceAlgorithm(n, bytes);
-      EXPECT_NE(buildSchedule({Collective::kAllReduce, a, bytes / 4 % 1000, 0, n}).phases.size(), 0u);
+      const std::optional<Algorithm> a = tunedAllReduceAlgorithm(1, n, bytes);
+      ASSERT_TRUE(a.has_value()) << n << " ranks, " << bytes << " bytes";
+      EXPECT_NE(buildSchedule({Collective::kAllReduce, *a, bytes / 4 % 1000, 0, n}).phases.size(), 0u);
       if (bytes > kDirectMaxBytes) {
-        EXPECT_NE(a, Algorithm::kDirect) << n << " ranks, " << bytes << " bytes";
+        EXPECT_NE(*a, Algorithm::kDirect) << n << " ranks, " << bytes << " bytes";
       }
     }
   }
-  EXPECT_EQ(tunedAllReduceAlgorithm(8, size_t(1) << 34), Algorithm::kRing);  // huge: bandwidth-optimal
+  EXPECT_EQ(tunedAllReduceAlgorithm(1, 8, size_t(1) << 34), Algorithm::kRing);  // huge: bandwidth-optimal
 }
 
 TEST(Schedule, WrongAlgorithmForCollectiveIsAnError) {
@@ -264,16 +267,55 @@ TEST(Schedule, WrongAlgorithmForCollectiveIsAnError) {
   EXPECT_THROW(buildSchedule(bad_rank), Error);
 }
 
-TEST(Schedule, RingMovesTheBandwidthOptimalAmount) {
-  // Each rank sends 2(n-1)/n of the vector in a ring all-reduce: the busbw factor nccl-tests assumes.
-  const int n = 8;
-  const size_t count = 8000;
-  Schedule s = buildSchedule({Collective::kAllReduce, Algorithm::kRing, count, 3, n});
+size_t elementsSent(const Schedule& s) {
   size_t sent = 0;
   for (const Phase& p : s.phases)
     for (const Step& st : p.comm)
       if (st.kind == Step::kSend) sent += st.a.count;
-  EXPECT_EQ(sent, 2 * (n - 1) * count / n);
+  return sent;
+}
+
+TEST(Schedule, RingMovesTheBandwidthOptimalAmount) {
+  // Each rank sends 2(n-1)/n of the vector in a ring all-reduce: the busbw factor nccl-tests assumes.
+  const int n = 8;
+  const size_t count = 8000;
+  EXPECT_EQ(elementsSent(buildSchedule({Collective::kAllReduce, Algorithm::kRing, count, 3, n})), 2 * (n - 1) * count / n);
+}
+
+TEST(DoubleTreeSchedule, PipelinedChunksAreCorrect) {
+  // Counts that cut each half into several 64 Ki-element chunks, uneven last chunks included.
+  for (int n : {2, 3, 6, 7}) {
+    for (size_t count : {size_t{(64 << 10) * 2 + 1}, size_t{(64 << 10) * 6 + 13}}) {
+      for (bool in_place : {false, true}) {
+        ASSERT_EQ(runCase({Collective::kAllReduce, Algorithm::kDoubleBinaryTree}, n, count, 0, in_place, mscSum), "")
+            << "n=" << n << " count=" << count << " in_place=" << in_place;
+      }
+    }
+  }
+}
+
+TEST(DoubleTreeSchedule, LogarithmicDepthAndBalancedTraffic) {
+  // What makes it the algorithm for thousands of ranks: 2 log2(n) hops plus one phase per chunk, where the ring
+  // takes 2(n-1) phases, while no rank sends or receives much more than a ring rank does (~2x the vector).
+  for (int n : {2, 5, 64, 1000, 1536}) {
+    const size_t count = size_t{64 << 10} * 2 * 16;  // 16 chunks per half
+    int depth = 1;
+    for (int p = 1; p * 2 < n; p *= 2) ++depth;
+    size_t most_sent = 0, most_received = 0;
+    std::vector<size_t> received(static_cast<size_t>(n));
+    for (int rank = 0; rank < n; ++rank) {
+      const Schedule s = buildSchedule({Collective::kAllReduce, Algorithm::kDoubleBinaryTree, count, rank, n});
+      ASSERT_EQ(s.phases.size(), 16u + 2 * static_cast<size_t>(depth) - 1) << "n=" << n;
+      most_sent = std::max(most_sent, elementsSent(s));
+      size_t in = 0;
+      for (const Phase& p : s.phases)
+        for (const Step& st : p.comm)
+          if (st.kind == Step::kRecv) in += st.dst.count;
+      most_received = std::max(most_received, in);
+    }
+    EXPECT_LE(most_sent, 2 * count) << "n=" << n;
+    EXPECT_LE(most_received, 2 * count) << "n=" << n;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,82 @@
+#include "collectives/cost_model.h"
+
+#include <cmath>
+#include <limits>
+
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/tuning.h"
+
+namespace megascale {
+
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+// Halving-doubling's rounds pair every rank with a far partner at once, so across hosts all of its flows cross
+// the fabric together and collide under ECMP hashing. The simulator's 12,288-GPU rails (Swift, 128 MiB per
+// rail) took 2.2x the bandwidth term; this is the model's only contention term (docs/congestion.md).
+constexpr double kFarPartnerCollision = 2.0;
+
+double transfer(const LinkCost& link, double bytes) { return link.latency_s + bytes / link.bytes_per_s; }
+
+int largestPowerOfTwoAtMost(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const LinkCosts& links, size_t count,
+                        size_t dtype_size) {
+  const int n = shape.ranks;
+  const double bytes = static_cast<double>(count * dtype_size);
+  if (n <= 1) return 0;
+  // A flat algorithm's phase waits for its slowest pair: across hosts some pair always crosses the network.
+  const LinkCost& flat = shape.hosts > 1 ? links.network : links.local;
+  switch (algorithm) {
+    case Algorithm::kRing: return 2.0 * (n - 1) * transfer(flat, bytes / n);
+    case Algorithm::kRecursiveHalvingDoubling: {
+      const int p = largestPowerOfTwoAtMost(n);
+      const double rounds = std::log2(p);
+      const double fold = n > p ? 2 * transfer(flat, bytes) : 0;  // the extra ranks hand over and take back
+      const double collision = shape.hosts > 1 ? kFarPartnerCollision : 1;
+      return fold + 2 * rounds * flat.latency_s + collision * 2.0 * (p - 1) / p * bytes / flat.bytes_per_s;
+    }
+    case Algorithm::kDirect:
+      if (count * dtype_size > kDirectMaxBytes) return kNever;
+      return flat.latency_s + (n - 1) * bytes / flat.bytes_per_s;  // n-1 copies leave through one link
+    case Algorithm::kDoubleBinaryTree: {
+      // K + 2D - 1 phases; in each, the busiest rank receives four chunks of half / K (two from its children,
+      // one from its parent in each tree) and sends as many.
+      const size_t half = (count + 1) / 2;
+      const double chunks = static_cast<double>(algorithms::doubleTreeChunks(half));
+      const double phases = chunks + 2.0 * algorithms::doubleTreeDepth(n) - 1;
+      return phases * transfer(flat, 4 * (bytes / 2) / chunks);
+    }
+    case Algorithm::kHierarchical: {
+      const int h = shape.hosts, l = shape.ranks_per_host;
+      if (h <= 1 || l <= 1) return kNever;
+      // Reduce to the l owners and spread back inside the host; a ring of h per rail over bytes / l.
+      const double inside = 2 * transfer(links.local, bytes * (l - 1) / l);
+      return inside + 2.0 * (h - 1) * transfer(links.network, bytes / l / h);
+    }
+    default: return kNever;
+  }
+}
+
+Algorithm modelAllReduceAlgorithm(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
+  Algorithm best = Algorithm::kRing;
+  double best_seconds = allReduceSeconds(best, shape, links, count, dtype_size);
+  for (Algorithm a : {Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect, Algorithm::kDoubleBinaryTree,
+                      Algorithm::kHierarchical}) {
+    const double seconds = allReduceSeconds(a, shape, links, count, dtype_size);
+    if (seconds < best_seconds) {
+      best = a;
+      best_seconds = seconds;
+    }
+  }
+  return best;
+}
+
+}  // namespace megascale

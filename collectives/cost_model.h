@@ -1,0 +1,39 @@
+// What an all-reduce costs on a cluster of a given shape, in the alpha-beta model: a message costs the link's
+// latency plus its bytes over the link's rate, and a phase of a schedule waits for its slowest link. Why: the
+// tuning table holds measurements of the shapes it was made on; on any other shape (thousands of ranks, hosts
+// with another number of ranks, other links) the choice follows from the link rates instead of from a 2-core
+// VM's table. The formulas follow our own schedules (collectives/algorithms), phase by phase.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/schedule.h"
+
+namespace megascale {
+
+struct LinkCost {
+  double latency_s = 0;    // per message, including the wait for its completion
+  double bytes_per_s = 0;  // per direction
+};
+
+/// The links of a job: inside a host (shared memory) and between hosts (one NIC per rank).
+struct LinkCosts {
+  LinkCost local{1e-6, 10e9};      // shm: a few microseconds per hand-off, memory-copy rate
+  LinkCost network{20e-6, 1.25e9};  // 10 Gbit/s TCP, as the tcp transport reports itself
+};
+
+struct ClusterShape {
+  int hosts = 1;
+  int ranks_per_host = 1;  // the fewest any host has (the hierarchy's owners per host)
+  int ranks = 1;
+};
+
+/// Predicted seconds of an all-reduce of `count` elements of `dtype_size` bytes with `algorithm`; infinity for an
+/// algorithm that does not fit (hierarchical on one host or one rank per host, direct above kDirectMaxBytes).
+double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const LinkCosts& links, size_t count,
+                        size_t dtype_size);
+
+/// The cheapest all-reduce algorithm by allReduceSeconds.
+Algorithm modelAllReduceAlgorithm(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size);
+
+}  // namespace megascale

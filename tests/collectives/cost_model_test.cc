@@ -1,0 +1,88 @@
+// The cost model and how chooseAlgorithm uses it: the tuning table answers only for the shapes it was measured
+// on; every other shape gets the algorithm the link rates favour.
+#include "collectives/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "collectives/host_layout.h"
+#include "collectives/tuning.h"
+
+namespace megascale {
+namespace {
+
+// MegaScale's rails: 200 Gbit/s NICs, a message's round trip across ToR and aggregation ~8 us.
+LinkCosts railLinks() {
+  LinkCosts links;
+  links.network = LinkCost{8e-6, 25e9};
+  return links;
+}
+
+TEST(TuningTable, AnswersOnlyForTheShapesItWasMeasuredOn) {
+  EXPECT_TRUE(tunedAllReduceAlgorithm(1, 4, 1 << 20).has_value());
+  EXPECT_FALSE(tunedAllReduceAlgorithm(1, 64, 1 << 20).has_value());  // measured up to 8 ranks on one host
+  EXPECT_FALSE(tunedAllReduceAlgorithm(4, 2, 1 << 20).has_value());   // measured on one host only
+  EXPECT_FALSE(tunedAllReduceAlgorithm(1536, 1, 1 << 20).has_value());
+}
+
+TEST(CostModel, TreeAcrossThousandsOfServersRingAcrossFew) {
+  const LinkCosts links = railLinks();
+  const size_t count = (size_t{128} << 20) / 4;  // 128 MiB of floats: one rail's share of MegaScale's 1 GiB
+  const ClusterShape many{1536, 1, 1536}, few{8, 1, 8};
+  // 3,070 ring steps of 8 us latency against 2 x 11 tree hops: the tree wins by far at 1,536 servers.
+  EXPECT_LT(2 * allReduceSeconds(Algorithm::kDoubleBinaryTree, many, links, count, 4),
+            allReduceSeconds(Algorithm::kRing, many, links, count, 4));
+  EXPECT_EQ(modelAllReduceAlgorithm(many, links, count, 4), Algorithm::kDoubleBinaryTree);
+  // On 8 servers the bandwidth term dominates: a bandwidth-optimal flat algorithm (the model sees no contention,
+  // so halving-doubling's fewer latencies may edge out the ring), not the tree.
+  const Algorithm on_few = modelAllReduceAlgorithm(few, links, count, 4);
+  EXPECT_TRUE(on_few == Algorithm::kRing || on_few == Algorithm::kRecursiveHalvingDoubling) << algorithmName(on_few);
+  // Tiny messages are latency alone: never the ring on many ranks.
+  EXPECT_NE(modelAllReduceAlgorithm(many, links, 2, 4), Algorithm::kRing);
+}
+
+TEST(CostModel, RingEstimateMatchesItsStepsAndLinks) {
+  // 2(n-1) steps, each a latency plus a block of bytes / n on the slowest (network) link.
+  const LinkCosts links = railLinks();
+  const ClusterShape shape{4, 2, 8};
+  const double expected = 2 * 7 * (8e-6 + 8e6 / 8 / 25e9);
+  EXPECT_NEAR(allReduceSeconds(Algorithm::kRing, shape, links, 2'000'000, 4), expected, 1e-12);
+  // One host: the same steps on shared memory.
+  const ClusterShape one_host{1, 8, 8};
+  EXPECT_NEAR(allReduceSeconds(Algorithm::kRing, one_host, links, 2'000'000, 4),
+              2 * 7 * (links.local.latency_s + 8e6 / 8 / links.local.bytes_per_s), 1e-12);
+}
+
+TEST(CostModel, HierarchicalOnlyWhereHostsShareRanks) {
+  const LinkCosts links = railLinks();
+  EXPECT_TRUE(std::isinf(allReduceSeconds(Algorithm::kHierarchical, {1, 8, 8}, links, 1 << 20, 4)));
+  EXPECT_TRUE(std::isinf(allReduceSeconds(Algorithm::kHierarchical, {8, 1, 8}, links, 1 << 20, 4)));
+  // The emulated cluster's shape (4 hosts x 2 ranks, 500 Mbit/s links), 64 MiB: a ring per rail over half the
+  // data each beats the flat ring, which crosses the network in every step (measured: 2.12x).
+  LinkCosts slow;
+  slow.network = LinkCost{100e-6, 500e6 / 8};
+  const double hier = allReduceSeconds(Algorithm::kHierarchical, {4, 2, 8}, slow, 16 << 20, 4);
+  const double ring = allReduceSeconds(Algorithm::kRing, {4, 2, 8}, slow, 16 << 20, 4);
+  EXPECT_GT(ring / hier, 1.8);
+  EXPECT_LT(ring / hier, 2.5);
+  EXPECT_TRUE(std::isinf(allReduceSeconds(Algorithm::kDirect, {1, 8, 8}, links, kDirectMaxBytes, 4)));
+}
+
+TEST(ChooseAlgorithm, TableForMeasuredShapesModelForOthers) {
+  const LinkCosts links = railLinks();
+  // One host of 4 ranks: the table's row, whatever the model would say.
+  ScheduleSpec measured{Collective::kAllReduce, Algorithm::kAuto, 16, 0, 4};
+  measured.links = &links;
+  EXPECT_EQ(chooseAlgorithm(measured, 4), *tunedAllReduceAlgorithm(1, 4, 64));
+  // 1,536 hosts of one rank each, 128 MiB: no row; the model's tree.
+  const HostLayout servers = HostLayout::blocks(1536, 1);
+  ScheduleSpec scale{Collective::kAllReduce, Algorithm::kAuto, (size_t{128} << 20) / 4, 0, 1536, 0, false, &servers, &links};
+  EXPECT_EQ(chooseAlgorithm(scale, 4), Algorithm::kDoubleBinaryTree);
+  // Without a layout the spec is one host: 1,536 local ranks are not in the table either; the model answers.
+  ScheduleSpec one_host{Collective::kAllReduce, Algorithm::kAuto, 1, 0, 1536};
+  EXPECT_EQ(chooseAlgorithm(one_host, 4), modelAllReduceAlgorithm({1, 1536, 1536}, LinkCosts{}, 1, 4));
+}
+
+}  // namespace
+}  // namespace megascale
