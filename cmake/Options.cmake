@@ -6,6 +6,7 @@ find_package(PkgConfig)
 
 option(MEGASCALE_BUILD_TESTS "Build the test suite" ON)
 option(MEGASCALE_BUILD_BENCH "Build the *_perf benchmarks" ON)
+option(MEGASCALE_BUILD_TRAINER "Build megascale-train and its tests (the sanitizer passes of scripts/test.sh test the core only)" ON)
 set(MEGASCALE_SANITIZE "" CACHE STRING "Sanitizers for every target: '', 'address,undefined' or 'thread'")
 
 if(MEGASCALE_SANITIZE)

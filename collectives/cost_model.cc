@@ -68,8 +68,7 @@ double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const Li
 Algorithm modelAllReduceAlgorithm(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
   Algorithm best = Algorithm::kRing;
   double best_seconds = allReduceSeconds(best, shape, links, count, dtype_size);
-  for (Algorithm a : {Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect, Algorithm::kDoubleBinaryTree,
-                      Algorithm::kHierarchical}) {
+  for (Algorithm a : {Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect, Algorithm::kDoubleBinaryTree}) {
     const double seconds = allReduceSeconds(a, shape, links, count, dtype_size);
     if (seconds < best_seconds) {
       best = a;

@@ -33,7 +33,8 @@ struct ClusterShape {
 double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const LinkCosts& links, size_t count,
                         size_t dtype_size);
 
-/// The cheapest all-reduce algorithm by allReduceSeconds.
+/// The cheapest flat all-reduce algorithm by allReduceSeconds (ring, halving-doubling, direct, double tree): where
+/// hosts share ranks, chooseAlgorithm takes the hierarchical one by its measured size rule before asking.
 Algorithm modelAllReduceAlgorithm(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size);
 
 }  // namespace megascale

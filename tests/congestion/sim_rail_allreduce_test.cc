@@ -15,11 +15,26 @@
 namespace megascale::congestion::sim {
 namespace {
 
-// 16 servers x 2 rails, 8 servers per ToR set, non-blocking (8 x 200G down, 4 x 400G up per ToR).
-RailAllReduceResult run(Algorithm algorithm, uint32_t unit_packets, const ControlFactory& control) {
+// The all-reduce of `bytes` per GPU on `rail`, with ECN marking at every switch port.
+RailAllReduceResult runOn(const RailSpec& rail, uint64_t bytes, Algorithm algorithm, uint32_t unit_packets,
+                          const ControlFactory& control) {
   NetworkParams params;
   params.unit_packets = unit_packets;
   Network net(params);
+  buildRailOptimized(net, rail);
+  net.configureSwitchPorts([](Port& port) {
+    port.marks_ecn = true;
+    port.ecn = EcnThresholds::scaledTo(port.rateBps());
+  });
+  RailAllReduceSpec spec;
+  spec.rails = rail.rails;
+  spec.bytes_per_gpu = bytes;
+  spec.algorithm = algorithm;
+  return runRailAllReduce(net, spec, control, 1 * kSecond);
+}
+
+// 16 servers x 2 rails, 8 servers per ToR set, non-blocking (8 x 200G down, 4 x 400G up per ToR).
+RailAllReduceResult run(Algorithm algorithm, uint32_t unit_packets, const ControlFactory& control) {
   RailSpec rail;
   rail.servers = 16;
   rail.rails = 2;
@@ -27,16 +42,7 @@ RailAllReduceResult run(Algorithm algorithm, uint32_t unit_packets, const Contro
   rail.aggregations_per_rail = 4;
   rail.host_bps = 200e9;
   rail.fabric_bps = 400e9;
-  buildRailOptimized(net, rail);
-  net.configureSwitchPorts([](Port& port) {
-    port.marks_ecn = true;
-    port.ecn = EcnThresholds::scaledTo(port.rateBps());
-  });
-  RailAllReduceSpec spec;
-  spec.rails = 2;
-  spec.bytes_per_gpu = 32 << 20;
-  spec.algorithm = algorithm;
-  return runRailAllReduce(net, spec, control, 1 * kSecond);
+  return runOn(rail, 32 << 20, algorithm, unit_packets, control);
 }
 
 ControlFactory swift() {
@@ -88,22 +94,12 @@ TEST(RailAllReduce, TrainsOfSixteenPacketsMatchSinglePackets) {
 // data each), the double tree's 2 x 9 hops are not; the library's choice (the cost model: no table row for 256
 // hosts) takes the tree.
 TEST(RailAllReduce, DoubleTreeBeatsTheRingAcrossManyServersAndAutoPicksIt) {
-  const auto run_on_256 = [](Algorithm algorithm) {
-    NetworkParams params;
-    params.unit_packets = 16;
-    Network net(params);
-    RailSpec rail;
-    rail.servers = 256;
-    rail.rails = 1;
-    rail.servers_per_group = 64;
-    rail.aggregations_per_rail = 4;
-    buildRailOptimized(net, rail);
-    RailAllReduceSpec spec;
-    spec.rails = 1;
-    spec.bytes_per_gpu = 16'000'000;
-    spec.algorithm = algorithm;
-    return runRailAllReduce(net, spec, swift(), 1 * kSecond);
-  };
+  RailSpec rail;
+  rail.servers = 256;
+  rail.rails = 1;
+  rail.servers_per_group = 64;
+  rail.aggregations_per_rail = 4;
+  const auto run_on_256 = [&](Algorithm algorithm) { return runOn(rail, 16'000'000, algorithm, 16, swift()); };
   const RailAllReduceResult ring = run_on_256(Algorithm::kRing), tree = run_on_256(Algorithm::kDoubleBinaryTree);
   const RailAllReduceResult chosen = run_on_256(Algorithm::kAuto);
   ASSERT_TRUE(ring.network.finished && tree.network.finished && chosen.network.finished);
