@@ -17,7 +17,8 @@ MAX = os.environ.get("MAX", "16M")
 ITERS = os.environ.get("ITERS", "50")
 REPEATS = int(os.environ.get("REPEATS", "3"))
 MARGIN = 1.10  # another algorithm must be 10% faster to displace the one chosen for the size below
-ALGOS = {"direct": "kDirect", "rhd": "kRecursiveHalvingDoubling", "ring": "kRing", "dbtree": "kDoubleBinaryTree"}
+ALGOS = {"direct": "kDirect", "rhd": "kRecursiveHalvingDoubling", "ring": "kRing", "pring": "kPipelinedRing",
+         "dbtree": "kDoubleBinaryTree"}
 if HOSTS > 1:
     ALGOS["hier"] = "kHierarchical"
 ROW = re.compile(r"^\s*(?:\[\d+\]\s+)?(\d+)\s+\d+\s+float\s+sum\s+-?\d+\s+([\d.]+)")

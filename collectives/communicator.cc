@@ -54,10 +54,11 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   Algorithm a = Algorithm::kAuto;
   bool valid = parseAlgorithm(algo, &a) && (a == Algorithm::kAuto || a == Algorithm::kRing ||
                                              a == Algorithm::kRecursiveHalvingDoubling || a == Algorithm::kDirect ||
-                                             a == Algorithm::kHierarchical || a == Algorithm::kDoubleBinaryTree);
+                                             a == Algorithm::kHierarchical || a == Algorithm::kDoubleBinaryTree ||
+                                             a == Algorithm::kPipelinedRing);
   o.algorithm = a;
   if (!valid) {
-    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, rhd, direct, dbtree or hier");
+    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, pring, rhd, direct, dbtree or hier");
   }
   o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
   o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));

@@ -34,7 +34,9 @@ double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const Li
                         size_t dtype_size);
 
 /// The cheapest flat all-reduce algorithm by allReduceSeconds (ring, halving-doubling, direct, double tree): where
-/// hosts share ranks, chooseAlgorithm takes the hierarchical one by its measured size rule before asking.
+/// hosts share ranks, chooseAlgorithm takes the hierarchical one by its measured size rule before asking. The
+/// pipelined ring is left to measurement (the tuning table): what it gains, reductions hidden behind transfers,
+/// is compute the model does not price.
 Algorithm modelAllReduceAlgorithm(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size);
 
 }  // namespace megascale

@@ -35,6 +35,7 @@ const char* algorithmName(Algorithm a) {
     case Algorithm::kDissemination: return "dissemination";
     case Algorithm::kHierarchical: return "hier";
     case Algorithm::kDoubleBinaryTree: return "dbtree";
+    case Algorithm::kPipelinedRing: return "pring";
   }
   return "unknown";
 }
@@ -43,7 +44,7 @@ bool parseAlgorithm(const std::string& name, Algorithm* a) {
   for (Algorithm candidate : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveHalvingDoubling,
                               Algorithm::kDirect, Algorithm::kBinomialTree, Algorithm::kPairwise,
                               Algorithm::kDissemination, Algorithm::kHierarchical,
-                              Algorithm::kDoubleBinaryTree}) {
+                              Algorithm::kDoubleBinaryTree, Algorithm::kPipelinedRing}) {
     if (name == algorithmName(candidate)) {
       *a = candidate;
       return true;

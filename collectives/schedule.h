@@ -38,6 +38,7 @@ enum class Algorithm : uint8_t {
   kDissemination,           // barrier
   kHierarchical,            // all-reduce, all-gather, reduce-scatter across hosts (needs ScheduleSpec::hosts)
   kDoubleBinaryTree,        // all-reduce: two pipelined binary trees; 2 log2(n) hops instead of the ring's 2(n-1)
+  kPipelinedRing,           // all-reduce: up to 4 ring sections in flight, one reducing while the next transfers
 };
 const char* algorithmName(Algorithm a);
 bool parseAlgorithm(const std::string& name, Algorithm* a);

@@ -11,6 +11,7 @@ using Builder = Schedule (*)(const ScheduleSpec&);
 Builder builderFor(Collective collective, Algorithm algorithm);
 
 Schedule ringAllReduce(const ScheduleSpec& spec);
+Schedule pipelinedRingAllReduce(const ScheduleSpec& spec);
 Schedule ringAllGather(const ScheduleSpec& spec);
 Schedule ringReduceScatter(const ScheduleSpec& spec);
 Schedule halvingDoublingAllReduce(const ScheduleSpec& spec);

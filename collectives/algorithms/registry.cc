@@ -10,6 +10,7 @@ Builder builderFor(Collective collective, Algorithm algorithm) {
       if (algorithm == Algorithm::kDirect) return directAllReduce;
       if (algorithm == Algorithm::kHierarchical) return hierarchicalAllReduce;
       if (algorithm == Algorithm::kDoubleBinaryTree) return doubleTreeAllReduce;
+      if (algorithm == Algorithm::kPipelinedRing) return pipelinedRingAllReduce;
       return nullptr;
     case Collective::kAllGather:
       if (algorithm == Algorithm::kHierarchical) return hierarchicalAllGather;

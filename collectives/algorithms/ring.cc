@@ -1,6 +1,8 @@
 // Ring algorithms. Why a ring: every rank sends and receives exactly (n-1)/n of the data per pass over one
 // link each way, which is bandwidth-optimal; the cost is 2(n-1) latency-bound steps for all-reduce, so the
 // ring is the choice for large messages. Block b of the vector travels the ring, being reduced as it goes.
+#include <algorithm>
+
 #include "collectives/algorithms/algorithms.h"
 
 namespace megascale::algorithms {
@@ -35,6 +37,40 @@ Schedule ringAllReduce(const ScheduleSpec& spec) {
     s.phases.push_back(Phase{{send(next, out(send_block.begin, send_block.count)),
                               recv(prev, out(recv_block.begin, recv_block.count))},
                              {}});
+  }
+  return s;
+}
+
+// Pipelined ring: the vector cut into K sections, each a ring all-reduce of its own, their phases taken in turn
+// (section k's step s is phase s*K + k). Why: a ring step's reduction waits for its transfer and the next
+// transfer waits for the reduction; with K sections in flight, the executor posts section k+1's transfer (it
+// touches none of section k's bytes) before reducing section k, so the reductions run while the next chunk
+// crosses the link. The price is K times the ring's 2(n-1) latencies, so it is for large messages.
+Schedule pipelinedRingAllReduce(const ScheduleSpec& spec) {
+  constexpr size_t kMaxSections = 4;
+  constexpr size_t kMinSectionElements = size_t{256} << 10;  // 1 MiB of floats
+  const size_t sections = std::clamp<size_t>(spec.count / kMinSectionElements, 1, kMaxSections);
+  if (spec.nranks == 1 || sections == 1) return ringAllReduce(spec);
+  Schedule s;
+  s.result = out(0, spec.count);
+  for (size_t k = 0; k < sections; ++k) {
+    const Block section = blockOf(spec.count, static_cast<int>(sections), static_cast<int>(k));
+    ScheduleSpec part = spec;
+    part.count = section.count;
+    Schedule ring = ringAllReduce(part);
+    const size_t scratch_at = s.scratch_count;
+    const auto shift = [&](Slice& x) { x.offset += x.buffer == kScratch ? scratch_at : section.begin; };
+    if (s.phases.empty()) s.phases.resize(ring.phases.size() * sections);
+    for (size_t p = 0; p < ring.phases.size(); ++p) {
+      for (Step& step : ring.phases[p].comm) shift(step.kind == Step::kSend ? step.a : step.dst);
+      for (Step& step : ring.phases[p].local) {
+        shift(step.a);
+        shift(step.dst);
+        if (step.kind == Step::kReduce) shift(step.b);
+      }
+      s.phases[p * sections + k] = std::move(ring.phases[p]);
+    }
+    s.scratch_count += ring.scratch_count;
   }
   return s;
 }

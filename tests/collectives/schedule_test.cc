@@ -124,6 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Collective::kAllReduce, Algorithm::kRecursiveHalvingDoubling},
                       Case{Collective::kAllReduce, Algorithm::kDirect},
                       Case{Collective::kAllReduce, Algorithm::kDoubleBinaryTree},
+                      Case{Collective::kAllReduce, Algorithm::kPipelinedRing},
                       Case{Collective::kAllGather, Algorithm::kRing},
                       Case{Collective::kReduceScatter, Algorithm::kRing},
                       Case{Collective::kBroadcast, Algorithm::kBinomialTree},
@@ -244,7 +245,8 @@ TEST(Schedule, TuningTableAnswersForEveryMeasuredShapeAndSize) {
   for (const TuningRow& row : allReduceTuningTable()) {
     EXPECT_LE(row.min_ranks_per_host, row.max_ranks_per_host);
     EXPECT_TRUE(row.algorithm == Algorithm::kRing || row.algorithm == Algorithm::kRecursiveHalvingDoubling ||
-                row.algorithm == Algorithm::kDirect || row.algorithm == Algorithm::kDoubleBinaryTree);
+                row.algorithm == Algorithm::kDirect || row.algorithm == Algorithm::kDoubleBinaryTree ||
+                row.algorithm == Algorithm::kPipelinedRing);
   }
   EXPECT_NE(std::string(tuningTableMachine()), "");
   for (int n = 2; n <= 8; ++n) {
@@ -289,6 +291,33 @@ TEST(DoubleTreeSchedule, PipelinedChunksAreCorrect) {
       for (bool in_place : {false, true}) {
         ASSERT_EQ(runCase({Collective::kAllReduce, Algorithm::kDoubleBinaryTree}, n, count, 0, in_place, mscSum), "")
             << "n=" << n << " count=" << count << " in_place=" << in_place;
+      }
+    }
+  }
+}
+
+TEST(PipelinedRingSchedule, SectionsAreCorrectAndOneReducesWhileTheNextTransfers) {
+  const size_t count = (size_t{256} << 10) * 3 + 7;  // three sections of 256 Ki elements and a bit
+  for (int n : {2, 3, 5}) {
+    for (bool in_place : {false, true}) {
+      ASSERT_EQ(runCase({Collective::kAllReduce, Algorithm::kPipelinedRing}, n, count, 0, in_place, mscSum), "")
+          << "n=" << n << " in_place=" << in_place;
+    }
+    // The executor posts the next phase's transfers before a phase's reductions when they touch none of the
+    // reductions' bytes: true of every phase here, which is the whole point of the sections.
+    const Schedule s = buildSchedule({Collective::kAllReduce, Algorithm::kPipelinedRing, count, 1, n});
+    ASSERT_EQ(s.phases.size(), 3 * 2 * static_cast<size_t>(n - 1));
+    const auto overlaps = [](const Slice& x, const Slice& y) {
+      return x.buffer == y.buffer && x.count > 0 && y.count > 0 && x.offset < y.offset + y.count &&
+             y.offset < x.offset + x.count;
+    };
+    for (size_t p = 0; p + 1 < s.phases.size(); ++p) {
+      for (const Step& local : s.phases[p].local) {
+        for (const Step& next : s.phases[p + 1].comm) {
+          const Slice& touched = next.kind == Step::kSend ? next.a : next.dst;
+          EXPECT_FALSE(overlaps(touched, local.dst) || overlaps(touched, local.a) || overlaps(touched, local.b))
+              << "n=" << n << " phase " << p;
+        }
       }
     }
   }
