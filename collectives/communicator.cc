@@ -204,6 +204,7 @@ Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, st
       links_(std::move(links)),
       node_(std::move(node)),
       transport_names_(std::move(transport_names)) {
+  agreed_links_ = options_.link_costs;
   links_->setAbortFlag(&aborted_);
   worker_ = std::jthread([this](std::stop_token stop) { workerLoop(stop); });
 }
@@ -492,6 +493,7 @@ Status Communicator::resolveAlgorithm(Task& task) {
   if (!choose && task.spec.algorithm != Algorithm::kHierarchical) return Status::ok();
   MSC_RETURN_IF_ERROR(ensureHostLayout());
   task.spec.hosts = layout_.get();
+  task.spec.links = &agreed_links_;
   if (choose) {
     task.spec.algorithm = chooseAlgorithm(task.spec, dtypeSize(task.type));
     task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
@@ -507,17 +509,29 @@ Status Communicator::ensureHostLayout() {
   }
   // Every rank reaches this at the same point of its stream (the first collective that needs the layout),
   // so a fixed tag outside the sequence numbers' range is enough to keep it apart.
-  const uint64_t mine = hostKey();
-  std::vector<uint64_t> keys(static_cast<size_t>(nranks_));
-  const ScheduleSpec spec{Collective::kAllGather, Algorithm::kRing, sizeof(uint64_t), rank_, nranks_, 0, false};
+  // Each rank's host and network link, in one all-gather: the layout, and the link every rank assumes.
+  struct HostReport {
+    uint64_t host_key;
+    LinkReport network;
+  };
+  const HostReport mine{hostKey(), LinkReport::of(options_.link_costs.network)};
+  std::vector<HostReport> reports(static_cast<size_t>(nranks_));
+  const ScheduleSpec spec{Collective::kAllGather, Algorithm::kRing, sizeof(HostReport), rank_, nranks_, 0, false};
   ExecutionContext ctx;
   ctx.rank = rank_;
   ctx.operation = "exchanging host identities";
   ctx.tag = collectiveTag(0xffffffffu, spec, mscUint8, mscSum);
   ctx.timeout = options_.timeout;
   ctx.aborted = &aborted_;
-  MSC_RETURN_IF_ERROR(executeSchedule(buildSchedule(spec), {const_cast<uint64_t*>(&mine), keys.data()}, mscUint8,
+  MSC_RETURN_IF_ERROR(executeSchedule(buildSchedule(spec), {const_cast<HostReport*>(&mine), reports.data()}, mscUint8,
                                       mscSum, *links_, ctx));
+  std::vector<uint64_t> keys;
+  std::vector<LinkReport> networks;
+  for (const HostReport& r : reports) {
+    keys.push_back(r.host_key);
+    networks.push_back(r.network);
+  }
+  agreed_links_.network = agreedNetwork(networks);
   layout_ = std::make_unique<HostLayout>(HostLayout::fromKeys(keys));
   return Status::ok();
 }
@@ -540,7 +554,8 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
     uint32_t addresses_size;
     char addresses[transport::kMaxAddressListBytes];
     node::RegionIdentity region;
-    uint64_t host_key;  // the child's host layout, with no exchange of its own
+    uint64_t host_key;  // the child's host layout and network link, with no exchange of their own
+    LinkReport network;
   };
   transport::TransportOptions topts = options_.transport_options;
   if (options.traffic_class >= 0) topts.traffic_class = options.traffic_class;
@@ -548,7 +563,8 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   const std::string my_addresses = listenerAddresses(endpoints);
   std::unique_ptr<node::Region> region;
   if (node_ && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
-  Entry mine{color, key, static_cast<uint32_t>(my_addresses.size()), {}, {}, hostKey()};
+  Entry mine{color, key, static_cast<uint32_t>(my_addresses.size()), {}, {}, hostKey(),
+             LinkReport::of(options_.link_costs.network)};
   std::memcpy(mine.addresses, my_addresses.data(), my_addresses.size());
   if (region) mine.region = region->identity();
   std::vector<Entry> all(nranks_);
@@ -564,8 +580,10 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   std::vector<transport::ListenerAddresses> table;
   std::vector<node::RegionIdentity> regions;
   std::vector<uint64_t> host_keys;
+  std::vector<LinkReport> networks;
   for (int r : members) {
     host_keys.push_back(all[r].host_key);
+    networks.push_back(all[r].network);
     const size_t size = std::min<size_t>(all[r].addresses_size, transport::kMaxAddressListBytes);
     table.push_back(transport::decodeAddressList(std::string_view(all[r].addresses, size),
                                                  "rank " + std::to_string(r) + " of the parent"));
@@ -584,6 +602,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   auto comm = std::shared_ptr<Communicator>(
       new Communicator(new_rank, new_size, child, std::move(links), transport_names_, std::move(node)));
   comm->layout_ = std::make_unique<HostLayout>(HostLayout::fromKeys(host_keys));  // before any task reaches its worker
+  comm->agreed_links_.network = agreedNetwork(networks);
   return comm;
 }
 

@@ -161,6 +161,7 @@ class Communicator {
   std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
   ScratchCache scratch_;                    // the thread running a task
   std::unique_ptr<HostLayout> layout_;      // the thread running a task (a split sets it before any task)
+  LinkCosts agreed_links_;  // with layout_: the slowest network any rank reported, so every rank chooses alike
   std::vector<std::string> transport_names_;  // best first
 
   // Lock order: queue_mutex_ before a Work's own mutex (abort finishes queued Work under it); never reverse.

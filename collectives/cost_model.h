@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "collectives/schedule.h"
 
@@ -21,6 +23,16 @@ struct LinkCosts {
   LinkCost local{1e-6, 10e9};      // shm: a few microseconds per hand-off, memory-copy rate
   LinkCost network{20e-6, 1.25e9};  // 10 Gbit/s TCP, as the tcp transport reports itself
 };
+
+/// One rank's network link as it travels in an exchange: the ranks of a communicator must choose the same
+/// algorithm, so each reports what it sees and all take the slowest (agreedNetwork).
+struct LinkReport {
+  uint64_t bytes_per_s = 0;
+  uint64_t latency_ns = 0;
+  static LinkReport of(const LinkCost& link);
+};
+/// The lowest rate and the highest latency reported.
+LinkCost agreedNetwork(const std::vector<LinkReport>& reports);
 
 struct ClusterShape {
   int hosts = 1;

@@ -69,6 +69,15 @@ TEST(CostModel, HierarchicalOnlyWhereHostsShareRanks) {
   EXPECT_TRUE(std::isinf(allReduceSeconds(Algorithm::kDirect, {1, 8, 8}, links, kDirectMaxBytes, 4)));
 }
 
+TEST(CostModel, RanksAgreeOnTheSlowestNetworkAnyOfThemSees) {
+  const LinkCost agreed = agreedNetwork({LinkReport::of({20e-6, 1.25e9}), LinkReport::of({10e-6, 12.5e6}),
+                                         LinkReport{0, 5000}});  // a rank that knows no rate
+  EXPECT_DOUBLE_EQ(agreed.bytes_per_s, 12.5e6);
+  EXPECT_NEAR(agreed.latency_s, 20e-6, 1e-12);
+  // Nobody knew a rate: the default's.
+  EXPECT_DOUBLE_EQ(agreedNetwork({LinkReport{0, 0}}).bytes_per_s, LinkCosts{}.network.bytes_per_s);
+}
+
 TEST(ChooseAlgorithm, TableForMeasuredShapesModelForOthers) {
   const LinkCosts links = railLinks();
   // One host of 4 ranks: the table's row, whatever the model would say.

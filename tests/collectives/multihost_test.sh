@@ -2,7 +2,8 @@
 # Collectives across emulated hosts (testbed/emulated_cluster.sh): 2 hosts x 2 ranks, 2 rails each.
 # 1. Every collective, dtype and op is exact (with the algorithms auto picks, then all hierarchical), with MEGASCALE_TRANSPORT=auto choosing per peer: each rank
 #    talks shared memory to the other rank of its host and TCP to the two ranks of the other host.
-# 2. A host whose cable is pulled mid-all-reduce: every rank fails within the timeout, with an error that names
+# 2. Ranks that see different network rates still choose the same algorithm.
+# 3. A host whose cable is pulled mid-all-reduce: every rank fails within the timeout, with an error that names
 #    the rank, the peer and the peer's host.
 #   multihost_test.sh MEGASCALE_RUN MEGASCALE_STORE COLLECTIVE_CHECK ALL_REDUCE_PERF    (root; 77: skip)
 set -euo pipefail
@@ -23,7 +24,8 @@ job() {
   local id=$1 timeout=$2 i
   shift 2
   for i in 0 1; do
-    MEGASCALE_TIMEOUT_MS=$timeout on_host "$i" "$run" --store "tcp://$(host_addr 0):29521" --job-id "$id" \
+    MEGASCALE_TIMEOUT_MS=$timeout MEGASCALE_NET_MBPS=$([ "$i" = 1 ] && echo "${HOST1_NET_MBPS:-0}" || echo 0) \
+      on_host "$i" "$run" --store "tcp://$(host_addr 0):29521" --job-id "$id" \
       --world-size 4 --rank-offset $((2 * i)) -n 2 "$@" > "$([ "$i" = 0 ] && echo "$out0" || echo "$out1")" 2>&1 &
   done
 }
@@ -47,6 +49,14 @@ grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fa
 rail0=$(($(tx 0) - before0)) rail1=$(($(tx 1) - before1))
 ((rail0 > 1000000 && rail1 > 1000000)) || fail "host 0 sent $rail0 bytes on rail 0 and $rail1 on rail 1: both rails should carry rings"
 echo "ok: every hierarchical collective exact; host 0 sent $rail0 bytes on rail 0, $rail1 on rail 1"
+
+# Host 1 sees a 100 Mbit/s network and host 0 its 10 Gbit/s veth: for an 8 KiB all-reduce the cost model alone would
+# pick the ring on host 1 and direct on host 0. The ranks agree on the slowest link with the host layout, so they
+# choose alike and the all-reduce completes, exact.
+HOST1_NET_MBPS=100 job agree 20000 "$perf" -b 8K -e 8K -n 20 -w 1 -c 1
+for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "ranks with different link rates failed on host $((i - 1))"; }; done
+grep -q "Out of bounds values : 0 OK" "$out0" || { cat "$out0"; fail "ranks with different link rates got wrong data"; }
+echo "ok: ranks that see different link rates agree on the algorithm"
 
 job cut 3000 "$perf" -b 32M -e 32M -n 5000 -w 1
 sleep 3
