@@ -52,10 +52,9 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   o.transport = config::getString("MEGASCALE_TRANSPORT");
   std::string algo = config::getString("MEGASCALE_ALGO");
   Algorithm a = Algorithm::kAuto;
-  bool valid = parseAlgorithm(algo, &a) && (a == Algorithm::kAuto || a == Algorithm::kRing ||
-                                             a == Algorithm::kRecursiveHalvingDoubling || a == Algorithm::kDirect ||
-                                             a == Algorithm::kHierarchical || a == Algorithm::kDoubleBinaryTree ||
-                                             a == Algorithm::kPipelinedRing);
+  // The knob names a schedule family; every family it can name implements all-reduce.
+  bool valid = parseAlgorithm(algo, &a) &&
+               (a == Algorithm::kAuto || algorithms::builderFor(Collective::kAllReduce, a) != nullptr);
   o.algorithm = a;
   if (!valid) {
     throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, pring, rhd, direct, dbtree or hier");

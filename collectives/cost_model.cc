@@ -20,12 +20,6 @@ constexpr double kFarPartnerCollision = 2.0;
 
 double transfer(const LinkCost& link, double bytes) { return link.latency_s + bytes / link.bytes_per_s; }
 
-int largestPowerOfTwoAtMost(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
 }  // namespace
 
 LinkReport LinkReport::of(const LinkCost& link) {
@@ -54,7 +48,7 @@ double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const Li
   switch (algorithm) {
     case Algorithm::kRing: return 2.0 * (n - 1) * transfer(flat, bytes / n);
     case Algorithm::kRecursiveHalvingDoubling: {
-      const int p = largestPowerOfTwoAtMost(n);
+      const int p = algorithms::largestPowerOfTwoAtMost(n);
       const double rounds = std::log2(p);
       const double fold = n > p ? 2 * transfer(flat, bytes) : 0;  // the extra ranks hand over and take back
       const double collision = shape.hosts > 1 ? kFarPartnerCollision : 1;

@@ -28,6 +28,9 @@ Schedule hierarchicalAllReduce(const ScheduleSpec& spec);  // spec.hosts must be
 Schedule hierarchicalAllGather(const ScheduleSpec& spec);
 Schedule hierarchicalReduceScatter(const ScheduleSpec& spec);
 
+/// The largest power of two <= n (n >= 1): halving-doubling's participants, the double tree's shape.
+int largestPowerOfTwoAtMost(int n);
+
 // Step constructors shared by the builders.
 inline Slice in(size_t offset, size_t count) { return Slice{kInput, offset, count}; }
 inline Slice out(size_t offset, size_t count) { return Slice{kOutput, offset, count}; }

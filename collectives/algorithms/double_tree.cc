@@ -29,12 +29,6 @@ constexpr size_t kMinChunkElements = size_t{64} << 10;
 
 int lowestBit(int v) { return v & -v; }
 
-int largestPowerOfTwoBelow(int n) {  // n >= 2
-  int p = 1;
-  while (p * 2 < n) p *= 2;
-  return p;
-}
-
 struct TreeNode {
   int parent = -1;  // virtual ids; -1: none
   int children[2] = {-1, -1};
@@ -50,7 +44,7 @@ int parentOf(int v, int n) {
 TreeNode treeNode(int v, int n) {
   TreeNode node;
   if (v == 0) {
-    node.children[0] = largestPowerOfTwoBelow(n);
+    node.children[0] = largestPowerOfTwoAtMost(n - 1);
     return node;
   }
   node.parent = parentOf(v, n);
@@ -89,7 +83,7 @@ size_t doubleTreeChunks(size_t half_count) {
 int doubleTreeDepth(int n) {
   if (n < 2) return 0;
   int d = 1;  // node 1's path doubles its lowest bit up to the root's child, then reaches the root
-  for (int p = largestPowerOfTwoBelow(n); p > 1; p /= 2) ++d;
+  for (int p = largestPowerOfTwoAtMost(n - 1); p > 1; p /= 2) ++d;
   return d;
 }
 

@@ -9,12 +9,6 @@ namespace megascale::algorithms {
 
 namespace {
 
-int largestPowerOfTwoAtMost(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
 struct Folding {
   int p2;    // ranks taking part in halving-doubling
   int rest;  // n - p2: ranks folded into a partner
@@ -23,6 +17,12 @@ struct Folding {
 };
 
 }  // namespace
+
+int largestPowerOfTwoAtMost(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
 
 Schedule halvingDoublingAllReduce(const ScheduleSpec& spec) {
   const int n = spec.nranks, r = spec.rank;
