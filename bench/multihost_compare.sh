@@ -7,12 +7,12 @@
 #     shared memory inside a host), with the bound the links allow; targets: hierarchical >= 1.8x our flat
 #     ring, >= 90% of the bound, ahead of Gloo and Open MPI.
 #   bench/multihost_compare.sh [BUILD_DIR]   (root; env: RATES="2gbit 10gbit" HOSTS=4 RAIL_RATE=500mbit SIZE=64M
-#                                              REPEATS=3 ITERS=5)
+#                                              REPEATS=3 ITERS=5 TOOLS="hier ring gloo mpi" PARTS="1 2")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 RATES=${RATES:-"2gbit 10gbit"} HOSTS=${HOSTS:-4} RAIL_RATE=${RAIL_RATE:-500mbit} SIZE=${SIZE:-64M}
-REPEATS=${REPEATS:-3} ITERS=${ITERS:-5}
+REPEATS=${REPEATS:-3} ITERS=${ITERS:-5} TOOLS=${TOOLS:-"hier ring gloo mpi"} PARTS=${PARTS:-"1 2"}
 [ "$(id -u)" = 0 ] || { echo "multihost_compare: the emulated cluster needs root"; exit 77; }
 for tool in iperf3 mpirun; do command -v "$tool" > /dev/null || { echo "multihost_compare: $tool is missing (scripts/setup.sh)"; exit 2; }; done
 source testbed/emulated_cluster.sh
@@ -79,6 +79,7 @@ verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t ? "PASS" : "FAIL") }'
 tmp=$(mktemp -d)
 trap 'kill $store_pid 2>/dev/null; rm -rf "$tmp"; cluster_down' EXIT
 
+if [[ " $PARTS " == *" 1 "* ]]; then
 echo
 echo "## 1. point to point, 2 hosts, both directions at once (Gbit/s per direction, median of $REPEATS)"
 cluster_up 2 1
@@ -103,7 +104,9 @@ print((e['sum_received']['bits_per_second'] + e['sum_received_bidir_reverse']['b
 done
 kill "$store_pid" 2>/dev/null || true
 cluster_down
+fi
 
+[[ " $PARTS " == *" 2 "* ]] || exit 0
 echo
 echo "## 2. $HOSTS hosts x 2 ranks, 2 rails per host at $RAIL_RATE, $SIZE, busbw in GB/s (median of $REPEATS)"
 cluster_up "$HOSTS" 2
@@ -121,7 +124,7 @@ for collective in all_reduce all_gather; do
   factor=$(awk -v n="$n" -v c="$collective" 'BEGIN { print (c == "all_reduce" ? 2 : 1) * (n - 1) / n }')
   declare -A runs=([hier]="" [ring]="" [gloo]="" [mpi]="")
   for ((k = 0; k < REPEATS; k++)); do
-    for tool in hier ring gloo mpi; do
+    for tool in $TOOLS; do
       case $tool in
         hier | ring) MEGASCALE_ALGO=$tool ours 2 "$tmp/out" "$build/bench/${collective}_perf" -b "$SIZE" -e "$SIZE" \
                        -n "$ITERS" -w 1 && status=0 || status=$? ;;

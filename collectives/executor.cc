@@ -3,37 +3,48 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
 #include "collectives/dtype.h"
 #include "collectives/reduce_kernels.h"
 #include "common/backoff.h"
+#include "common/log.h"
 
 namespace megascale {
 
 namespace {
 
 constexpr int kSocketWaitCapMs = 10;
+// How far ahead of the oldest unfinished phase steps may start, and how many steps the window may hold (the
+// dependency check of an entering step looks at every unfinished step in it).
+constexpr size_t kWindowPhases = 16;
+constexpr size_t kWindowSteps = 2048;
 
-struct InFlight {
+// A step of the schedule that has entered the window: where it is in program order and how far it has got.
+struct Node {
   const Step* step;
+  size_t phase;
   transport::SendComm* send = nullptr;
   transport::RecvComm* recv = nullptr;
   transport::Request* request = nullptr;
-  bool done = false;
+  enum State : uint8_t { kWaiting, kPosted, kDone } state = kWaiting;
+  size_t deps_begin = 0, deps_end = 0;  // in the executor's flat list of earlier nodes this one must wait for
+  bool isComm() const { return step->kind == Step::kSend || step->kind == Step::kRecv; }
+  const void* comm() const { return step->kind == Step::kSend ? static_cast<const void*>(send) : static_cast<const void*>(recv); }
 };
 
-
-// Sleeps until a socket of a pending transfer is ready, or `cap` passes (the caller checks its deadline and
+// Sleeps until a socket of a posted transfer is ready, or `cap` passes (the caller checks its deadline and
 // the abort flag between waits). False, without sleeping, when some transfer offers no descriptor: on
 // oversubscribed cores a timer nap per 0.6 ms per waiting thread cost a sixth of the compute beside it.
-bool sleepOnSockets(const std::vector<InFlight>& flights, std::vector<pollfd>& fds, int cap_ms) {
+bool sleepOnSockets(const std::vector<Node>& nodes, size_t first, std::vector<pollfd>& fds, int cap_ms) {
   fds.clear();
-  for (const InFlight& f : flights) {
-    if (f.done) continue;
-    if (f.request == nullptr) return false;
-    const bool offered = f.send != nullptr ? f.send->appendReadiness(fds) : f.recv->appendReadiness(fds);
+  for (size_t i = first; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.state != Node::kPosted) continue;
+    const bool offered = n.send != nullptr ? n.send->appendReadiness(fds) : n.recv->appendReadiness(fds);
     if (!offered) return false;
   }
   if (fds.empty()) return false;
@@ -41,19 +52,19 @@ bool sleepOnSockets(const std::vector<InFlight>& flights, std::vector<pollfd>& f
   return true;
 }
 
-// Whether a transfer touches bytes that local steps write (or, for a receive, read).
-template <typename At>
-bool touchesAny(const Step& transfer, const std::vector<Step>& locals, const At& at, size_t es) {
-  const auto overlap = [&](const Slice& x, const Slice& y) {
-    return x.count > 0 && y.count > 0 && at(x) < at(y) + y.count * es && at(y) < at(x) + x.count * es;
-  };
-  const bool is_send = transfer.kind == Step::kSend;
-  const Slice& mine = is_send ? transfer.a : transfer.dst;
-  for (const Step& l : locals) {
-    if (overlap(mine, l.dst)) return true;
-    if (!is_send && (overlap(mine, l.a) || (l.kind == Step::kReduce && overlap(mine, l.b)))) return true;
+// The bytes a step reads (up to two slices) and writes (at most one).
+struct Access {
+  std::array<Slice, 2> reads{};
+  Slice write{};
+};
+Access accessOf(const Step& s) {
+  switch (s.kind) {
+    case Step::kSend: return Access{{s.a, Slice{}}, Slice{}};
+    case Step::kRecv: return Access{{Slice{}, Slice{}}, s.dst};
+    case Step::kCopy: return Access{{s.a, Slice{}}, s.dst};
+    case Step::kReduce: return Access{{s.a, s.b}, s.dst};
   }
-  return false;
+  return Access{};
 }
 
 }  // namespace
@@ -95,138 +106,204 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
     return Status(code, ctx.operation + ": rank " + std::to_string(ctx.rank) + ": " + why);
   };
 
-  // Posts f's step; f.request stays null when its comm has no free slot.
-  const auto post = [&](InFlight& f) {
-    const Step& step = *f.step;
-    if (step.kind == Step::kSend) return f.send->isend(at(step.a), step.a.count * es, ctx.tag, nullptr, &f.request);
-    void* dst = at(step.dst);
-    size_t capacity = step.dst.count * es;
-    return f.recv->irecv(1, &dst, &capacity, &ctx.tag, nullptr, &f.request);
+  // Steps run as data flow within a window of phases: a step starts once every earlier step whose bytes it
+  // overlaps (read after write, write after read or write; on the real addresses, so in-place buffers count)
+  // has finished, and transfers on one comm are posted in program order (that is how both ranks match
+  // them). A schedule written as lockstep phases thus runs each chunk of a pipelined schedule as soon as its own
+  // data is ready, instead of waiting for every chunk of the phase. Transfers of one phase never wait for each
+  // other (they always ran concurrently). A phase enters the window early only on comms already connected.
+  const auto overlap = [&](const Slice& x, const Slice& y) {
+    return x.count > 0 && y.count > 0 && at(x) < at(y) + y.count * es && at(y) < at(x) + x.count * es;
   };
-  const auto commOf = [](const InFlight& f) {
-    return f.step->kind == Step::kSend ? static_cast<const void*>(f.send) : static_cast<const void*>(f.recv);
+  const auto conflict = [&](const Access& earlier, const Access& later) {
+    for (const Slice& r : later.reads) if (overlap(earlier.write, r)) return true;
+    for (const Slice& r : earlier.reads) if (overlap(r, later.write)) return true;
+    return overlap(earlier.write, later.write);
   };
-
-  std::vector<InFlight> flights, next;
-  bool next_started = false;
-  for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
-    const Phase& phase = schedule.phases[phase_index];
-    Deadline deadline = deadlineAfter(ctx.timeout);
-    if (next_started) {
-      flights.swap(next);
-    } else {
-      flights.clear();
-      for (const Step& step : phase.comm) flights.push_back(InFlight{&step});
+  std::vector<Node> nodes;
+  std::vector<Access> accesses;  // per node
+  std::vector<size_t> deps;      // flat: node i waits for deps[deps_begin, deps_end)
+  std::vector<size_t> phase_first(schedule.phases.size() + 1, 0);  // first node of each admitted phase
+  size_t admitted = 0;  // phases in the window so far
+  size_t oldest = 0;    // oldest phase with a step not done; its first node is phase_first[oldest]
+  size_t unconnected_from = SIZE_MAX;  // the oldest phase when a phase ahead found a comm not connected
+  // Admits phase p; `connect` may open connections (only for the oldest phase: the others use what exists).
+  const auto admit = [&](size_t p, bool connect, Deadline deadline) -> Status {
+    const Phase& phase = schedule.phases[p];
+    const size_t first = nodes.size();
+    for (const auto* steps : {&phase.comm, &phase.local}) {
+      for (const Step& step : *steps) {
+        Node n{&step, p};
+        if (step.kind == Step::kSend) {
+          if (connect) {
+            Status st = links.sendComm(step.peer, deadline, &n.send);
+            if (!st.isOk()) return st;
+          } else if ((n.send = links.connectedSendComm(step.peer)) == nullptr) {
+            nodes.resize(first), accesses.resize(first);
+            return Status(ErrorCode::kUnavailable, "");
+          }
+        } else if (step.kind == Step::kRecv) {
+          if (connect) {
+            Status st = links.recvComm(step.peer, deadline, &n.recv);
+            if (!st.isOk()) return st;
+          } else if ((n.recv = links.connectedRecvComm(step.peer)) == nullptr) {
+            nodes.resize(first), accesses.resize(first);
+            return Status(ErrorCode::kUnavailable, "");
+          }
+        }
+        nodes.push_back(n);
+        accesses.push_back(accessOf(step));
+      }
     }
-    next_started = false;
-    for (InFlight& f : flights) {
-      if (f.send != nullptr || f.recv != nullptr) continue;
-      Status s = f.step->kind == Step::kSend ? links.sendComm(f.step->peer, deadline, &f.send)
-                                             : links.recvComm(f.step->peer, deadline, &f.recv);
+    for (size_t i = first; i < nodes.size(); ++i) {
+      Node& n = nodes[i];
+      n.deps_begin = deps.size();
+      const size_t until = n.isComm() ? first : i;  // a transfer never waits for its own phase's transfers
+      for (size_t j = phase_first[oldest]; j < until; ++j) {
+        if (nodes[j].state != Node::kDone && conflict(accesses[j], accesses[i])) deps.push_back(j);
+      }
+      n.deps_end = deps.size();
+    }
+    phase_first[p + 1] = nodes.size();
+    admitted = p + 1;
+    return Status::ok();
+  };
+  const auto ready = [&](const Node& n) {
+    for (size_t d = n.deps_begin; d < n.deps_end; ++d) {
+      if (nodes[deps[d]].state != Node::kDone) return false;
+    }
+    return true;
+  };
+  const auto runLocal = [&](const Step& step) {
+    if (step.kind == Step::kCopy) {
+      if (step.a.count > 0 && at(step.a) != at(step.dst)) std::memmove(at(step.dst), at(step.a), step.a.count * es);
+    } else {
+      reduceElements(type, op, at(step.dst), at(step.a), at(step.b), step.dst.count);
+    }
+  };
+  // MEGASCALE_DEBUG=3: a timeline line per phase (when its last step finished, and how long it was the oldest).
+  const bool timeline = log::enabled(log::kTrace);
+  const auto millisSince = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  const Clock::time_point started = Clock::now();
+  double oldest_since_ms = 0;
+
+  Deadline deadline = deadlineAfter(ctx.timeout);
+  IdleBackoff backoff;
+  std::vector<pollfd> fds;
+  std::vector<const void*> blocked;  // comms with an earlier transfer not posted yet in this pass
+  uint32_t spins = 0;
+  while (oldest < schedule.phases.size()) {
+    if (admitted == oldest) {
+      Status s = admit(oldest, true, deadline);
       if (!s.isOk()) return fail(s.code(), s.message());
     }
-    size_t remaining = flights.size();
-    IdleBackoff backoff;
-    std::vector<pollfd> fds;
-    uint32_t spins = 0;
-    std::vector<const void*> unposted;  // comms with a step not posted yet in this pass
-    while (remaining > 0) {
-      bool moved = false;
-      unposted.clear();
-      for (InFlight& f : flights) {
-        if (f.done) continue;
-        const Step& step = *f.step;
-        Status s;
-        if (f.request == nullptr) {  // post; a null request back means no free slot yet
-          // Messages between two ranks match in the order they are posted: never post past an earlier step
-          // of this phase on the same comm.
-          const void* comm = commOf(f);
-          if (std::find(unposted.begin(), unposted.end(), comm) != unposted.end()) continue;
-          s = post(f);
-          if (!s.isOk()) return fail(s.code(), s.message());
-          if (f.request == nullptr) {
-            unposted.push_back(comm);
-            continue;
-          }
-          moved = true;
+    // Phases ahead join while the window has room; one whose comms are not connected yet waits to be the oldest.
+    while (admitted < schedule.phases.size() && admitted < oldest + kWindowPhases && unconnected_from != oldest &&
+           nodes.size() - phase_first[oldest] < kWindowSteps) {
+      if (!admit(admitted, false, deadline).isOk()) unconnected_from = oldest;
+    }
+    bool moved = false, slot_wait = false;
+    blocked.clear();
+    for (size_t i = phase_first[oldest]; i < nodes.size(); ++i) {
+      Node& n = nodes[i];
+      if (n.state == Node::kDone) continue;
+      if (!n.isComm()) {
+        if (!ready(n)) continue;
+        runLocal(*n.step);
+        n.state = Node::kDone;
+        moved = true;
+        continue;
+      }
+      const Step& step = *n.step;
+      Status s;
+      if (n.state == Node::kWaiting) {
+        const void* comm = n.comm();
+        if (std::find(blocked.begin(), blocked.end(), comm) != blocked.end()) continue;
+        if (!ready(n)) {
+          blocked.push_back(comm);
+          continue;
         }
-        bool done = false;
-        size_t size = 0;
-        s = step.kind == Step::kSend ? f.send->test(f.request, &done, &size) : f.recv->test(f.request, &done, &size);
-        if (!s.isOk()) {
-          ErrorCode code = s.code() == ErrorCode::kMismatch ? ErrorCode::kMismatch : ErrorCode::kPeerLost;
-          return fail(code, std::string(step.kind == Step::kSend ? "send to " : "receive from ") + links.describePeer(step.peer) +
-                                " failed: " + s.message() +
-                                (code == ErrorCode::kMismatch ? " (do all ranks call the same collectives with the "
-                                                                "same counts and types?)"
-                                                              : ""));
+        if (step.kind == Step::kSend) {
+          s = n.send->isend(at(step.a), step.a.count * es, ctx.tag, nullptr, &n.request);
+        } else {
+          void* dst = at(step.dst);
+          size_t capacity = step.dst.count * es;
+          s = n.recv->irecv(1, &dst, &capacity, &ctx.tag, nullptr, &n.request);
         }
-        if (!done) continue;
-        if (step.kind == Step::kRecv && size != step.dst.count * es) {
-          return fail(ErrorCode::kMismatch, "expected " + std::to_string(step.dst.count * es) + " bytes from " +
-                                                links.describePeer(step.peer) + ", received " + std::to_string(size) +
-                                                " (do all ranks pass the same count and type?)");
+        if (!s.isOk()) return fail(s.code(), s.message());
+        if (n.request == nullptr) {  // no free slot on this comm yet
+          blocked.push_back(comm);
+          slot_wait = true;
+          continue;
         }
-        f.done = true;
-        --remaining;
+        n.state = Node::kPosted;
         moved = true;
       }
-      if (moved) {
-        backoff.reset();
-        deadline = deadlineAfter(ctx.timeout);
-        continue;
+      bool done = false;
+      size_t size = 0;
+      s = step.kind == Step::kSend ? n.send->test(n.request, &done, &size) : n.recv->test(n.request, &done, &size);
+      if (!s.isOk()) {
+        ErrorCode code = s.code() == ErrorCode::kMismatch ? ErrorCode::kMismatch : ErrorCode::kPeerLost;
+        return fail(code, std::string(step.kind == Step::kSend ? "send to " : "receive from ") + links.describePeer(step.peer) +
+                              " failed: " + s.message() +
+                              (code == ErrorCode::kMismatch ? " (do all ranks call the same collectives with the "
+                                                              "same counts and types?)"
+                                                            : ""));
       }
-      if (ctx.aborted != nullptr && ctx.aborted->load(std::memory_order_relaxed)) {
-        return fail(ErrorCode::kAborted, "aborted by the user");
+      if (!done) continue;
+      if (step.kind == Step::kRecv && size != step.dst.count * es) {
+        return fail(ErrorCode::kMismatch, "expected " + std::to_string(step.dst.count * es) + " bytes from " +
+                                              links.describePeer(step.peer) + ", received " + std::to_string(size) +
+                                              " (do all ranks pass the same count and type?)");
       }
-      if ((++spins & 63) == 0) {
-        Status s = links.pollIncoming();
-        if (!s.isOk()) return fail(s.code(), s.message());
-        if (Clock::now() > deadline) {
-          std::string waiting;
-          for (const InFlight& f : flights) {
-            if (!f.done) waiting += (waiting.empty() ? "" : ", ") + std::string(f.step->kind == Step::kSend ? "send to " : "receive from ") + links.describePeer(f.step->peer);
-          }
-          return fail(ErrorCode::kTimeout, "no progress for " + std::to_string(ctx.timeout.count()) +
-                                               " ms in phase " + std::to_string(phase_index) + " waiting for " + waiting +
-                                               " (a peer hung or died; MEGASCALE_TIMEOUT_MS sets the limit)");
+      n.state = Node::kDone;
+      moved = true;
+    }
+    // Retire finished phases.
+    while (oldest < admitted) {
+      bool finished = true;
+      for (size_t i = phase_first[oldest]; i < phase_first[oldest + 1] && finished; ++i) finished = nodes[i].state == Node::kDone;
+      if (!finished) break;
+      if (timeline) {
+        const double now_ms = millisSince(started);
+        const Phase& phase = schedule.phases[oldest];
+        MSC_LOG_TRACE("%s: phase %zu/%zu done at %.3f ms (%zu transfers, %zu local steps), %.3f ms as the oldest",
+                      ctx.operation.c_str(), oldest, schedule.phases.size(), now_ms, phase.comm.size(), phase.local.size(),
+                      now_ms - oldest_since_ms);
+        oldest_since_ms = now_ms;
+      }
+      ++oldest;
+    }
+    if (moved) {
+      backoff.reset();
+      deadline = deadlineAfter(ctx.timeout);
+      continue;
+    }
+    if (oldest >= schedule.phases.size()) break;
+    if (ctx.aborted != nullptr && ctx.aborted->load(std::memory_order_relaxed)) {
+      return fail(ErrorCode::kAborted, "aborted by the user");
+    }
+    if ((++spins & 63) == 0) {
+      Status s = links.pollIncoming();
+      if (!s.isOk()) return fail(s.code(), s.message());
+      if (Clock::now() > deadline) {
+        std::string waiting;
+        for (size_t i = phase_first[oldest]; i < phase_first[oldest + 1]; ++i) {
+          const Node& n = nodes[i];
+          if (n.state == Node::kDone || !n.isComm()) continue;
+          waiting += (waiting.empty() ? "" : ", ") + std::string(n.step->kind == Step::kSend ? "send to " : "receive from ") +
+                     links.describePeer(n.step->peer);
         }
-      }
-      if (backoff.resting() && sleepOnSockets(flights, fds, kSocketWaitCapMs)) {
-        backoff.rested();
-        continue;
-      }
-      backoff.idle();
-    }
-    // Before this phase's copies and reductions, post the next phase's transfers that touch none of the bytes
-    // they read or write, on comms already connected: a pipelined schedule's next chunk then crosses the network
-    // while this one is being reduced.
-    if (!phase.local.empty() && phase_index + 1 < schedule.phases.size()) {
-      next.clear();
-      std::vector<const void*> held;  // comms whose earlier step in the next phase waits: later ones wait too
-      for (const Step& step : schedule.phases[phase_index + 1].comm) {
-        InFlight f{&step};
-        if (step.kind == Step::kSend) f.send = links.connectedSendComm(step.peer);
-        else f.recv = links.connectedRecvComm(step.peer);
-        const void* comm = commOf(f);
-        const bool ready = comm != nullptr && std::find(held.begin(), held.end(), comm) == held.end() &&
-                           !touchesAny(step, phase.local, at, es);
-        if (ready) {
-          Status s = post(f);
-          if (!s.isOk()) return fail(s.code(), s.message());
-        }
-        if (comm != nullptr && f.request == nullptr) held.push_back(comm);
-        next.push_back(f);
-      }
-      next_started = true;
-    }
-    for (const Step& step : phase.local) {
-      if (step.kind == Step::kCopy) {
-        if (step.a.count > 0 && at(step.a) != at(step.dst)) std::memmove(at(step.dst), at(step.a), step.a.count * es);
-      } else {
-        reduceElements(type, op, at(step.dst), at(step.a), at(step.b), step.dst.count);
+        return fail(ErrorCode::kTimeout, "no progress for " + std::to_string(ctx.timeout.count()) + " ms in phase " +
+                                             std::to_string(oldest) + " waiting for " + waiting +
+                                             " (a peer hung or died; MEGASCALE_TIMEOUT_MS sets the limit)");
       }
     }
+    if (!slot_wait && backoff.resting() && sleepOnSockets(nodes, phase_first[oldest], fds, kSocketWaitCapMs)) {
+      backoff.rested();
+      continue;
+    }
+    backoff.idle();
   }
   if (op == mscAvg && schedule.result.count > 0) {
     finishAverage(type, at(schedule.result), schedule.result.count, ctx.nranks_for_average);

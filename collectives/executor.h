@@ -1,5 +1,7 @@
-// Runs one rank's schedule over a communicator's peer links: the phases in order, each phase's sends and
-// receives concurrently, then its local copies and reductions. Any schedule, any transport.
+// Runs one rank's schedule over a communicator's peer links. Any schedule, any transport. The schedule's
+// meaning is that of its phases in order (each phase's sends and receives concurrently, then its local copies
+// and reductions); the executor runs it as data flow over a window of phases: a step starts as soon as the
+// earlier steps whose bytes it overlaps are done, and transfers on one comm keep program order.
 #pragma once
 
 #include <atomic>

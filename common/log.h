@@ -22,3 +22,7 @@ void setRank(int rank);
   do {                                                                                           \
     if (::megascale::log::enabled(::megascale::log::kDebug)) ::megascale::log::write(::megascale::log::kDebug, __VA_ARGS__); \
   } while (0)
+#define MSC_LOG_TRACE(...)                                                                       \
+  do {                                                                                           \
+    if (::megascale::log::enabled(::megascale::log::kTrace)) ::megascale::log::write(::megascale::log::kTrace, __VA_ARGS__); \
+  } while (0)

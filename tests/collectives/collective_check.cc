@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -114,27 +116,82 @@ std::vector<Case> casesFor(size_t count) {
   };
 }
 
+std::set<std::string> splitList(const char* text) {
+  std::set<std::string> items;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) items.insert(item);
+  return items;
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "collective_check: %s\nusage: collective_check [--describe] [--collectives all_reduce,...] "
+               "[--dtypes float,int8,...] [--ops sum,avg,...] [COUNT...]\n",
+               why);
+  std::exit(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<size_t> counts = {0, 1, 5, 1000, 70001};
   bool describe = false;  // --describe: every rank prints what took effect (transports per peer) at the end
   std::vector<size_t> given;  // counts to test, for quick runs: collective_check 7 100
+  // Filters, so that a test forcing one algorithm checks only the collectives it changes, and the sanitized
+  // builds check one dtype per element size and fewer ops (the kernels have their own tests).
+  std::set<std::string> only_collectives;
+  std::vector<mscDataType_t> types;
+  std::vector<mscRedOp_t> ops;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--describe") == 0) describe = true;
-    else given.push_back(std::strtoull(argv[i], nullptr, 10));
+    bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--describe") == 0) {
+      describe = true;
+    } else if (std::strcmp(argv[i], "--collectives") == 0) {
+      if (!has_value) usage("--collectives needs a list");
+      only_collectives = splitList(argv[++i]);
+    } else if (std::strcmp(argv[i], "--dtypes") == 0) {
+      if (!has_value) usage("--dtypes needs a list");
+      for (const std::string& name : splitList(argv[++i])) {
+        mscDataType_t type;
+        if (!parseDtype(name, &type)) usage(("unknown dtype " + name).c_str());
+        types.push_back(type);
+      }
+    } else if (std::strcmp(argv[i], "--ops") == 0) {
+      if (!has_value) usage("--ops needs a list");
+      for (const std::string& name : splitList(argv[++i])) {
+        mscRedOp_t op;
+        if (!parseOp(name, &op)) usage(("unknown op " + name).c_str());
+        ops.push_back(op);
+      }
+    } else {
+      char* end = nullptr;
+      given.push_back(std::strtoull(argv[i], &end, 10));
+      if (end == argv[i] || *end != '\0') usage((std::string("not a count: ") + argv[i]).c_str());
+    }
   }
   if (!given.empty()) counts = given;
+  for (const std::string& name : only_collectives) {
+    bool known = false;
+    for (const Case& c : casesFor(0)) known |= c.name == name;
+    if (!known) usage(("unknown collective " + name).c_str());
+  }
+  if (types.empty()) {
+    for (int t = 0; t < mscNumTypes; ++t) types.push_back(static_cast<mscDataType_t>(t));
+  }
+  if (ops.empty()) {
+    for (int op = 0; op < mscNumOps; ++op) ops.push_back(static_cast<mscRedOp_t>(op));
+  }
   mscComm_t comm;
   check(mscCommInitFromEnv(&comm), "init");
   check(mscCommUserRank(comm, &g_rank), "rank");
   check(mscCommCount(comm, &g_size), "count");
   for (size_t count : counts) {
     for (const Case& c : casesFor(count)) {
-      for (int t = 0; t < mscNumTypes; ++t) {
-        for (int op = 0; op < (c.reduces ? int(mscNumOps) : 1); ++op) {
+      if (!only_collectives.empty() && !only_collectives.count(c.name)) continue;
+      for (mscDataType_t type : types) {
+        for (size_t k = 0; k < (c.reduces ? ops.size() : 1); ++k) {
           for (bool in_place : {false, true}) {
-            runCase(c, static_cast<mscDataType_t>(t), static_cast<mscRedOp_t>(op), in_place, count, comm);
+            runCase(c, type, c.reduces ? ops[k] : mscSum, in_place, count, comm);
           }
         }
       }

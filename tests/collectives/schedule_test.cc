@@ -303,8 +303,8 @@ TEST(PipelinedRingSchedule, SectionsAreCorrectAndOneReducesWhileTheNextTransfers
       ASSERT_EQ(runCase({Collective::kAllReduce, Algorithm::kPipelinedRing}, n, count, 0, in_place, mscSum), "")
           << "n=" << n << " in_place=" << in_place;
     }
-    // The executor posts the next phase's transfers before a phase's reductions when they touch none of the
-    // reductions' bytes: true of every phase here, which is the whole point of the sections.
+    // The executor starts a step once the earlier steps touching its bytes are done: no next-phase transfer
+    // touches a phase's reductions here, which is the whole point of the sections.
     const Schedule s = buildSchedule({Collective::kAllReduce, Algorithm::kPipelinedRing, count, 1, n});
     ASSERT_EQ(s.phases.size(), 3 * 2 * static_cast<size_t>(n - 1));
     const auto overlaps = [](const Slice& x, const Slice& y) {

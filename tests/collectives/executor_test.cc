@@ -1,0 +1,155 @@
+// The executor runs a schedule as data flow: a step waits only for the earlier steps whose bytes it overlaps
+// (on the real addresses), and transfers on one comm go out in program order. Two ranks as threads, over the
+// tcp transport on loopback, with hand-written schedules.
+#include "collectives/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "transport/registry.h"
+
+namespace megascale {
+namespace {
+
+using namespace std::chrono_literals;
+
+Step sendOf(int peer, Slice s) { return Step{Step::kSend, peer, s, {}, {}}; }
+Step recvOf(int peer, Slice s) { return Step{Step::kRecv, peer, {}, {}, s}; }
+Step reduceOf(Slice a, Slice b, Slice dst) { return Step{Step::kReduce, -1, a, b, dst}; }
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    transport::TransportOptions options;
+    options.secret = "executor-test";
+    options.bind_address = "127.0.0.1";
+    options.handshake_timeout_ms = 5000;
+    std::array<std::vector<PeerLinks::Endpoint>, 2> endpoints;
+    for (int r = 0; r < 2; ++r) {
+      PeerLinks::Endpoint e{transport::createTransport("tcp", options), nullptr};
+      e.listener = e.transport->listen();
+      table_[r] = transport::ListenerAddresses{"localhost", {e.listener->address()}};
+      endpoints[r].push_back(std::move(e));
+    }
+    for (int r = 0; r < 2; ++r) {
+      links_[r] = std::make_unique<PeerLinks>(std::move(endpoints[r]), r, [this](int peer) { return table_[peer]; });
+    }
+    // Connect both directions once, as a communicator's first operation would: a phase ahead of the oldest
+    // starts early only on comms already connected.
+    std::array<int, 2> ping{1, 2}, pong{0, 0};
+    run({Schedule{{Phase{{sendOf(1, Slice{kInput, 0, 1}), recvOf(1, Slice{kOutput, 0, 1})}, {}}}}},
+        {Schedule{{Phase{{sendOf(0, Slice{kInput, 1, 1}), recvOf(0, Slice{kOutput, 1, 1})}, {}}}}},
+        {ping.data(), pong.data()}, {ping.data(), pong.data()});
+  }
+
+  // Runs the two ranks' schedules at once on int32 sum; returns their statuses.
+  std::array<Status, 2> run(const Schedule& s0, const Schedule& s1, std::vector<void*> buffers0, std::vector<void*> buffers1,
+                            std::chrono::milliseconds timeout = 20s) {
+    std::array<Status, 2> status;
+    std::array<const Schedule*, 2> schedules{&s0, &s1};
+    std::array<std::vector<void*>, 2> buffers{buffers0, buffers1};
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        ExecutionContext ctx;
+        ctx.rank = r;
+        ctx.operation = "test schedule";
+        ctx.timeout = timeout;
+        status[r] = executeSchedule(*schedules[r], buffers[r], mscInt32, mscSum, *links_[r], ctx);
+      });
+    }
+    for (auto& t : threads) t.join();
+    return status;
+  }
+
+  std::array<transport::ListenerAddresses, 2> table_;
+  std::array<std::unique_ptr<PeerLinks>, 2> links_;
+};
+
+// Under lockstep phases this pair deadlocks: each rank's phase 0 waits for what the other sends in phase 1.
+// The sends touch no byte of the pending receives, so they go out at once.
+TEST_F(ExecutorTest, ALaterPhasesIndependentTransferDoesNotWaitForEarlierPhases) {
+  std::vector<int32_t> in0(1000, 5), out0(1000, 0), in1(1000, 9), out1(1000, 0);
+  Schedule s0{{Phase{{recvOf(1, Slice{kOutput, 0, 1000})}, {}}, Phase{{sendOf(1, Slice{kInput, 0, 1000})}, {}}}};
+  Schedule s1{{Phase{{recvOf(0, Slice{kOutput, 0, 1000})}, {}}, Phase{{sendOf(0, Slice{kInput, 0, 1000})}, {}}}};
+  auto status = run(s0, s1, {in0.data(), out0.data()}, {in1.data(), out1.data()}, 3s);
+  ASSERT_TRUE(status[0].isOk()) << status[0].message();
+  ASSERT_TRUE(status[1].isOk()) << status[1].message();
+  EXPECT_EQ(out0, in1);
+  EXPECT_EQ(out1, in0);
+}
+
+// Rank 0 receives x, adds its own y in place and sends the sum back: the reduction waits for the receive and
+// the send for the reduction, although each is posted as soon as the loop reaches it.
+TEST_F(ExecutorTest, ASendWaitsForTheReductionThatWritesItsBytes) {
+  const size_t n = 300000;  // beyond the socket buffers: a send posted too early would carry stale bytes
+  std::vector<int32_t> x(n), y(n), back(n, -1);
+  std::iota(x.begin(), x.end(), 0);
+  std::iota(y.begin(), y.end(), 1000);
+  std::vector<int32_t> work(n, -7);  // rank 0's buffer: receives x, then holds x + y
+  Schedule s0{{Phase{{recvOf(1, Slice{kOutput, 0, n})}, {}},
+               Phase{{}, {reduceOf(Slice{kOutput, 0, n}, Slice{kInput, 0, n}, Slice{kOutput, 0, n})}},
+               Phase{{sendOf(1, Slice{kOutput, 0, n})}, {}}}};
+  Schedule s1{{Phase{{sendOf(0, Slice{kInput, 0, n})}, {}}, Phase{{recvOf(0, Slice{kOutput, 0, n})}, {}}}};
+  auto status = run(s0, s1, {y.data(), work.data()}, {x.data(), back.data()});
+  ASSERT_TRUE(status[0].isOk()) << status[0].message();
+  ASSERT_TRUE(status[1].isOk()) << status[1].message();
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], x[i] + y[i]) << "element " << i;
+}
+
+// In place, input and output are one buffer: a send of the "input" after a receive into the "output" reads
+// the received bytes, so it must wait for the receive although the slices name different buffers.
+TEST_F(ExecutorTest, AliasedBuffersAreOrderedByTheirAddresses) {
+  const size_t n = 200000;
+  std::vector<int32_t> from1(n), one_buffer(n, -3), echoed(n, -1);
+  std::iota(from1.begin(), from1.end(), 17);
+  Schedule s0{{Phase{{recvOf(1, Slice{kOutput, 0, n})}, {}}, Phase{{sendOf(1, Slice{kInput, 0, n})}, {}}}};
+  Schedule s1{{Phase{{sendOf(0, Slice{kInput, 0, n})}, {}}, Phase{{recvOf(0, Slice{kOutput, 0, n})}, {}}}};
+  auto status = run(s0, s1, {one_buffer.data(), one_buffer.data()}, {from1.data(), echoed.data()});
+  ASSERT_TRUE(status[0].isOk()) << status[0].message();
+  ASSERT_TRUE(status[1].isOk()) << status[1].message();
+  EXPECT_EQ(echoed, from1);
+}
+
+// A receive into bytes an earlier send still reads waits for that send (write after read), and transfers to
+// one peer are matched in program order across phases.
+TEST_F(ExecutorTest, AReceiveWaitsForTheSendReadingItsBytesAndOrderHoldsAcrossPhases) {
+  const size_t n = 500000;
+  std::vector<int32_t> a(n), b(n), got(2 * n, -1), buffer0(n), unused(1);
+  std::iota(a.begin(), a.end(), 1);
+  std::iota(b.begin(), b.end(), 2 * static_cast<int32_t>(n));
+  buffer0 = a;
+  // Rank 0 sends its buffer, then receives b into the same buffer and sends it on: rank 1 must get a then b.
+  Schedule s0{{Phase{{sendOf(1, Slice{kInput, 0, n})}, {}}, Phase{{recvOf(1, Slice{kInput, 0, n})}, {}},
+               Phase{{sendOf(1, Slice{kInput, 0, n})}, {}}}};
+  Schedule s1{{Phase{{recvOf(0, Slice{kOutput, 0, n}), sendOf(0, Slice{kInput, 0, n})}, {}},
+               Phase{{recvOf(0, Slice{kOutput, n, n})}, {}}}};
+  auto status = run(s0, s1, {buffer0.data(), unused.data()}, {b.data(), got.data()});
+  ASSERT_TRUE(status[0].isOk()) << status[0].message();
+  ASSERT_TRUE(status[1].isOk()) << status[1].message();
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), got.begin()));
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), got.begin() + static_cast<long>(n)));
+}
+
+// A peer that never sends: the error names the rank, the phase and the peer within the timeout.
+TEST_F(ExecutorTest, AMissingMessageTimesOutNamingThePhaseAndPeer) {
+  std::vector<int32_t> buf(10, 0);
+  ExecutionContext ctx;
+  ctx.rank = 0;
+  ctx.operation = "test schedule";
+  ctx.timeout = 300ms;
+  Schedule s0{{Phase{{recvOf(1, Slice{kOutput, 0, 10})}, {}}}};
+  Status s = executeSchedule(s0, {buf.data(), buf.data()}, mscInt32, mscSum, *links_[0], ctx);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout);
+  EXPECT_NE(s.message().find("rank 0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("phase 0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("receive from rank 1"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace megascale
