@@ -15,7 +15,7 @@ const std::vector<Knob>& knobs() {
   static const std::vector<Knob> table = {
       {"MEGASCALE_TIMEOUT_MS", Type::kInt, "300000", "ms", "core",
        "deadline of every blocking wait: store, connect, collective"},
-      {"MEGASCALE_DEBUG", Type::kInt, "0", "level", "core", "log level: 0 warn, 1 info, 2 debug, 3 trace"},
+      {"MEGASCALE_DEBUG", Type::kInt, "0", "level", "core", "log level: 0 warn, 1 info, 2 debug, 3 trace (a timeline line per schedule phase)"},
       {"MEGASCALE_TRANSPORT", Type::kString, "auto", "", "transport",
        "auto (per peer: shm on the same host, else the network transport), or one transport for every peer it reaches: shm, tcp; the NCCL plugin takes the network one"},
       {"MEGASCALE_TCP_SOCKETS", Type::kInt, "2", "sockets", "transport", "TCP sockets per connection"},

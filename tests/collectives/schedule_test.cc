@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "collectives/cost_model.h"
 #include "collectives/host_layout.h"
 #include "collectives/schedule_simulator.h"
 #include "collectives/tuning.h"
@@ -232,13 +233,18 @@ TEST(HostLayout, NumbersHostsByTheirLowestRank) {
   EXPECT_FALSE(HostLayout::blocks(4, 1).hierarchical());
 }
 
-TEST(Schedule, AutoPicksByMessageSize) {
-  ScheduleSpec small{Collective::kAllReduce, Algorithm::kAuto, 16, 0, 4};
-  ScheduleSpec mid{Collective::kAllReduce, Algorithm::kAuto, 64 << 10, 0, 4};
-  ScheduleSpec large{Collective::kAllReduce, Algorithm::kAuto, 16 << 20, 0, 4};
-  EXPECT_EQ(chooseAlgorithm(small, 4), Algorithm::kDirect);
-  EXPECT_EQ(chooseAlgorithm(mid, 4), Algorithm::kRecursiveHalvingDoubling);
-  EXPECT_EQ(chooseAlgorithm(large, 4), Algorithm::kRing);
+// On one host, auto takes the tuning table's row for the shape and size (whatever tune.sh measured), and the
+// cost model where the table has no row for the shape.
+TEST(Schedule, AutoFollowsTheTuningTableWhereItHasTheShape) {
+  for (size_t count : {size_t{4}, size_t{16} << 10, size_t{4} << 20}) {
+    const ScheduleSpec spec{Collective::kAllReduce, Algorithm::kAuto, count, 0, 4};
+    const std::optional<Algorithm> tuned = tunedAllReduceAlgorithm(1, 4, count * 4);
+    ASSERT_TRUE(tuned.has_value()) << count;
+    EXPECT_EQ(chooseAlgorithm(spec, 4), *tuned) << count;
+  }
+  const ScheduleSpec huge{Collective::kAllReduce, Algorithm::kAuto, 1 << 20, 0, 4096};
+  ASSERT_FALSE(tunedAllReduceAlgorithm(1, 4096, 4 << 20).has_value());
+  EXPECT_EQ(chooseAlgorithm(huge, 4), modelAllReduceAlgorithm(ClusterShape{1, 4096, 4096}, LinkCosts{}, 1 << 20, 4));
 }
 
 TEST(Schedule, TuningTableAnswersForEveryMeasuredShapeAndSize) {
