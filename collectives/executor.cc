@@ -26,7 +26,6 @@ constexpr size_t kWindowSteps = 2048;
 // A step of the schedule that has entered the window: where it is in program order and how far it has got.
 struct Node {
   const Step* step;
-  size_t phase;
   transport::SendComm* send = nullptr;
   transport::RecvComm* recv = nullptr;
   transport::Request* request = nullptr;
@@ -35,6 +34,16 @@ struct Node {
   bool isComm() const { return step->kind == Step::kSend || step->kind == Step::kRecv; }
   const void* comm() const { return step->kind == Step::kSend ? static_cast<const void*>(send) : static_cast<const void*>(recv); }
 };
+
+// The comm a transfer uses: connected now (`connect`, for the oldest phase), or the one already connected
+// (phases ahead: kUnavailable when there is none yet, and the phase waits until it is the oldest).
+template <typename Comm>
+Status commFor(PeerLinks& links, int peer, bool connect, Deadline deadline, Comm** comm,
+               Status (PeerLinks::*open)(int, Deadline, Comm**), Comm* (PeerLinks::*connected)(int) const) {
+  if (connect) return (links.*open)(peer, deadline, comm);
+  *comm = (links.*connected)(peer);
+  return *comm != nullptr ? Status::ok() : Status(ErrorCode::kUnavailable, "");
+}
 
 // Sleeps until a socket of a posted transfer is ready, or `cap` passes (the caller checks its deadline and
 // the abort flag between waits). False, without sleeping, when some transfer offers no descriptor: on
@@ -133,23 +142,15 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
     const size_t first = nodes.size();
     for (const auto* steps : {&phase.comm, &phase.local}) {
       for (const Step& step : *steps) {
-        Node n{&step, p};
-        if (step.kind == Step::kSend) {
-          if (connect) {
-            Status st = links.sendComm(step.peer, deadline, &n.send);
-            if (!st.isOk()) return st;
-          } else if ((n.send = links.connectedSendComm(step.peer)) == nullptr) {
-            nodes.resize(first), accesses.resize(first);
-            return Status(ErrorCode::kUnavailable, "");
-          }
-        } else if (step.kind == Step::kRecv) {
-          if (connect) {
-            Status st = links.recvComm(step.peer, deadline, &n.recv);
-            if (!st.isOk()) return st;
-          } else if ((n.recv = links.connectedRecvComm(step.peer)) == nullptr) {
-            nodes.resize(first), accesses.resize(first);
-            return Status(ErrorCode::kUnavailable, "");
-          }
+        Node n{&step};
+        Status st = step.kind == Step::kSend
+                        ? commFor(links, step.peer, connect, deadline, &n.send, &PeerLinks::sendComm, &PeerLinks::connectedSendComm)
+                    : step.kind == Step::kRecv
+                        ? commFor(links, step.peer, connect, deadline, &n.recv, &PeerLinks::recvComm, &PeerLinks::connectedRecvComm)
+                        : Status::ok();
+        if (!st.isOk()) {
+          nodes.resize(first), accesses.resize(first);
+          return st;
         }
         nodes.push_back(n);
         accesses.push_back(accessOf(step));

@@ -24,5 +24,8 @@ build_and_test build -DCMAKE_BUILD_TYPE=Release -DMEGASCALE_WERROR=ON
 ctest_filter="-L core"
 LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_BUILD_TRAINER=OFF -DMEGASCALE_WERROR=ON
+# ThreadSanitizer only where threads run: the single-threaded suites (schedules, kernels, simulator) are
+# checked by the two passes above.
+ctest_filter="-L core -LE single-threaded"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGASCALE_SANITIZE=thread -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_BUILD_TRAINER=OFF -DMEGASCALE_WERROR=ON

@@ -116,6 +116,14 @@ std::vector<Case> casesFor(size_t count) {
   };
 }
 
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "collective_check: %s\nusage: collective_check [--describe] [--collectives all_reduce,...] "
+               "[--dtypes float,int8,...] [--ops sum,avg,...] [COUNT...]\n",
+               why);
+  std::exit(2);
+}
+
 std::set<std::string> splitList(const char* text) {
   std::set<std::string> items;
   std::istringstream in(text);
@@ -123,12 +131,16 @@ std::set<std::string> splitList(const char* text) {
   return items;
 }
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "collective_check: %s\nusage: collective_check [--describe] [--collectives all_reduce,...] "
-               "[--dtypes float,int8,...] [--ops sum,avg,...] [COUNT...]\n",
-               why);
-  std::exit(2);
+// Parses a comma-separated list of names with `parse` (parseDtype, parseOp); an unknown name is a usage error.
+template <typename T>
+std::vector<T> parseList(const char* text, bool (*parse)(const std::string&, T*), const char* what) {
+  std::vector<T> values;
+  for (const std::string& name : splitList(text)) {
+    T value;
+    if (!parse(name, &value)) usage(("unknown " + std::string(what) + " " + name).c_str());
+    values.push_back(value);
+  }
+  return values;
 }
 
 }  // namespace
@@ -151,18 +163,10 @@ int main(int argc, char** argv) {
       only_collectives = splitList(argv[++i]);
     } else if (std::strcmp(argv[i], "--dtypes") == 0) {
       if (!has_value) usage("--dtypes needs a list");
-      for (const std::string& name : splitList(argv[++i])) {
-        mscDataType_t type;
-        if (!parseDtype(name, &type)) usage(("unknown dtype " + name).c_str());
-        types.push_back(type);
-      }
+      types = parseList<mscDataType_t>(argv[++i], parseDtype, "dtype");
     } else if (std::strcmp(argv[i], "--ops") == 0) {
       if (!has_value) usage("--ops needs a list");
-      for (const std::string& name : splitList(argv[++i])) {
-        mscRedOp_t op;
-        if (!parseOp(name, &op)) usage(("unknown op " + name).c_str());
-        ops.push_back(op);
-      }
+      ops = parseList<mscRedOp_t>(argv[++i], parseOp, "op");
     } else {
       char* end = nullptr;
       given.push_back(std::strtoull(argv[i], &end, 10));

@@ -107,6 +107,8 @@ constexpr size_t kLargestTransfer = size_t{1} << 30;
 #endif
 
 TEST_P(PluginHarness, AOneGiBTransferArrivesIntact) {
+  // Every ABI version forwards to one data path; one version moving the gigabyte checks it (20 s each).
+  if (GetParam() != versionNames().back()) GTEST_SKIP() << "the newest version checks the shared data path";
   std::vector<uint8_t> out = pattern(kLargestTransfer, 7), in(kLargestTransfer, 0);
   void* r = postRecv(in.data(), in.size());
   void* s = postSend(out.data(), out.size());

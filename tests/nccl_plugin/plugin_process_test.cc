@@ -144,7 +144,7 @@ TEST_P(PluginProcesses, ARingOfFourProcessesGathersEveryChunk) {
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(reap(pids[rank], deadline), 0) << "rank " << rank;
 }
 
-constexpr size_t kBigMessage = size_t{256} << 20;  // far more than the socket buffers hold
+constexpr size_t kBigMessage = size_t{64} << 20;  // far more than the socket buffers hold (a few MiB)
 
 // The child takes part in one transfer, lets it start, then stalls until it is killed mid-message. Only one side
 // tests at a time, so no more than the socket buffers hold moves before the kill.
