@@ -173,23 +173,29 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
                                         "rank " + std::to_string(peer));
   };
   auto links = std::make_unique<PeerLinks>(std::move(endpoints), rank, lookup);
+  // Shared-memory regions for the node engine: of all ranks when they share this host, else of this host's
+  // ranks, as a stage of hierarchical schedules once the layout is known (setUpHostStage).
   std::unique_ptr<node::NodeEngine> node;
-  const bool shm_reaches_all = all_local && std::find(names.begin(), names.end(), "shm") != names.end();
-  if (shm_reaches_all && options.node_engine && nranks > 1) {
-    auto region = node::Region::create(rank, options.node.slot_bytes);
+  std::unique_ptr<node::Region> region;
+  const bool has_shm = std::find(names.begin(), names.end(), "shm") != names.end();
+  if (has_shm && options.node_engine && nranks > 1) {
+    region = node::Region::create(rank, options.node.slot_bytes);
     store->set("world/node/" + std::to_string(rank), region->identity().toString());
-    auto find_region = [store, timeout](int peer) {
-      std::string text = store->get("world/node/" + std::to_string(peer), timeout);
-      node::RegionIdentity identity;
-      if (!node::RegionIdentity::parse(text, &identity)) {
-        throw Error(ErrorCode::kPeerLost, "the store holds a malformed shared-memory identity '" + text + "'");
-      }
-      return identity;
-    };
-    node = std::make_unique<node::NodeEngine>(rank, nranks, options.node, std::move(region), find_region);
   }
+  auto find_region = [store, timeout](int peer) {
+    std::string text = store->get("world/node/" + std::to_string(peer), timeout);
+    node::RegionIdentity identity;
+    if (!node::RegionIdentity::parse(text, &identity)) {
+      throw Error(ErrorCode::kPeerLost, "the store holds a malformed shared-memory identity '" + text + "' for rank " +
+                                            std::to_string(peer));
+    }
+    return identity;
+  };
+  if (region && all_local) node = std::make_unique<node::NodeEngine>(rank, nranks, options.node, std::move(region), find_region);
   auto comm = std::shared_ptr<Communicator>(
       new Communicator(rank, nranks, std::move(options), std::move(links), std::move(names), std::move(node)));
+  comm->pending_region_ = std::move(region);  // before any task reaches the worker
+  comm->region_of_ = find_region;
   MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks,
                comm->transportName().c_str(), comm->node_ ? " (shared-memory collectives)" : "");
   return comm;
@@ -330,6 +336,10 @@ std::string Communicator::description() const {
   text += " algorithm: ";
   text += algorithmName(options_.algorithm);
   text += node_ != nullptr ? " node-engine: on" : " node-engine: off";
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (host_stage_) text += " host-stage: " + host_stage_->describeHost();
+  }
   const std::string peers = links_->peersByTransport();
   if (!peers.empty()) text += " peers: " + peers;
   return text;
@@ -478,6 +488,7 @@ Status Communicator::run(Task& task) {
   ctx.aborted = &aborted_;
   ctx.nranks_for_average = nranks_;
   ctx.scratch = &scratch_;
+  ctx.host = host_stage_.get();
   if (task.spec.collective == Collective::kSendRecv) {
     std::vector<void*> buffers = {nullptr, nullptr, nullptr};
     for (const PointToPoint& p : task.p2p) buffers.push_back(p.buffer);
@@ -493,6 +504,7 @@ Status Communicator::resolveAlgorithm(Task& task) {
   MSC_RETURN_IF_ERROR(ensureHostLayout());
   task.spec.hosts = layout_.get();
   task.spec.links = &agreed_links_;
+  task.spec.host_steps = host_stage_ != nullptr;
   if (choose) {
     task.spec.algorithm = chooseAlgorithm(task.spec, dtypeSize(task.type));
     task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
@@ -532,7 +544,25 @@ Status Communicator::ensureHostLayout() {
   }
   agreed_links_.network = agreedNetwork(networks);
   layout_ = std::make_unique<HostLayout>(HostLayout::fromKeys(keys));
+  setUpHostStage(std::move(pending_region_), region_of_);
   return Status::ok();
+}
+
+void Communicator::setUpHostStage(std::unique_ptr<node::Region> region,
+                                  const std::function<node::RegionIdentity(int)>& region_of) {
+  if (!region || !layout_ || layout_->hosts() < 2) return;
+  const std::vector<int>& host_ranks = layout_->ranks_of[static_cast<size_t>(layout_->host_of[static_cast<size_t>(rank_)])];
+  if (host_ranks.size() < 2) return;
+  const int local = layout_->local_of[static_cast<size_t>(rank_)];
+  auto engine = std::make_unique<node::NodeEngine>(local, static_cast<int>(host_ranks.size()), options_.node,
+                                                   std::move(region),
+                                                   [host_ranks, region_of](int q) { return region_of(host_ranks[static_cast<size_t>(q)]); });
+  engine->nameRanks([host_ranks, host = topology::thisHostName()](int q) {
+    return "rank " + std::to_string(host_ranks[static_cast<size_t>(q)]) + " on host " + host;
+  });
+  auto stage = std::make_unique<HostStage>(std::move(engine), host_ranks, local);
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  host_stage_ = std::move(stage);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const SplitOptions& options) {
@@ -561,7 +591,8 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   auto endpoints = listenOn(transport_names_, topts);
   const std::string my_addresses = listenerAddresses(endpoints);
   std::unique_ptr<node::Region> region;
-  if (node_ && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
+  const bool has_shm = std::find(transport_names_.begin(), transport_names_.end(), "shm") != transport_names_.end();
+  if (has_shm && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
   Entry mine{color, key, static_cast<uint32_t>(my_addresses.size()), {}, {}, hostKey(),
              LinkReport::of(options_.link_costs.network)};
   std::memcpy(mine.addresses, my_addresses.data(), my_addresses.size());
@@ -591,17 +622,21 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   auto lookup = [table](int peer) { return table.at(static_cast<size_t>(peer)); };
   auto links = std::make_unique<PeerLinks>(std::move(endpoints), new_rank, lookup);
   int new_size = static_cast<int>(members.size());
+  // The child's node engine: over all its ranks when they share one host, else over its ranks on this host as
+  // a stage of hierarchical schedules.
+  auto layout = std::make_unique<HostLayout>(HostLayout::fromKeys(host_keys));
+  const auto region_of = [regions](int peer) { return regions.at(static_cast<size_t>(peer)); };
   std::unique_ptr<node::NodeEngine> node;
-  if (region && new_size > 1) {
-    node = std::make_unique<node::NodeEngine>(new_rank, new_size, options_.node, std::move(region),
-                                              [regions](int peer) { return regions.at(static_cast<size_t>(peer)); });
+  if (region && new_size > 1 && layout->hosts() == 1) {
+    node = std::make_unique<node::NodeEngine>(new_rank, new_size, options_.node, std::move(region), region_of);
   }
   CommunicatorOptions child = options_;
   child.transport_options.traffic_class = topts.traffic_class;  // the child's own splits inherit it
   auto comm = std::shared_ptr<Communicator>(
       new Communicator(new_rank, new_size, child, std::move(links), transport_names_, std::move(node)));
-  comm->layout_ = std::make_unique<HostLayout>(HostLayout::fromKeys(host_keys));  // before any task reaches its worker
+  comm->layout_ = std::move(layout);  // before any task reaches its worker
   comm->agreed_links_.network = agreedNetwork(networks);
+  comm->setUpHostStage(std::move(region), region_of);
   return comm;
 }
 
@@ -612,6 +647,7 @@ void Communicator::abort() {
   for (Task& t : queue_) t.work->finish(Status(ErrorCode::kAborted, t.describe() + ": communicator aborted"));
   queue_.clear();
   if (node_) node_->interrupt();
+  if (host_stage_) host_stage_->cancel();
   idle_cv_.notify_all();
 }
 

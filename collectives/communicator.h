@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,7 +74,8 @@ class Communicator {
   /// The transport this rank sends to `peer` with (shared memory to its own host, the network transport to
   /// another); "" before it first sent to that peer. Any thread.
   std::string peerTransport(int peer) const { return links_->transportTo(peer); }
-  /// What took effect: "transport: shm+tcp algorithm: auto node-engine: off peers: shm 1 tcp 2" (peers: how
+  /// What took effect: "transport: shm+tcp algorithm: auto node-engine: off host-stage: ranks 0, 1 peers: shm 1
+  /// tcp 2" (host-stage: the node engine of this host's ranks serves hierarchical schedules, once known; peers: how
   /// many connected peers each transport serves).
   std::string description() const;
 
@@ -152,6 +154,9 @@ class Communicator {
   /// Which ranks share a host: from the launcher when every rank is local, else exchanged once (an all-gather
   /// of host identities, on the worker, at the first collective that needs it).
   Status ensureHostLayout();
+  /// Across hosts, with a layout: the node engine of this rank's host as a stage of hierarchical schedules,
+  /// over `region` (this rank's) and the regions of the host's other ranks (`region_of`: by rank).
+  void setUpHostStage(std::unique_ptr<node::Region> region, const std::function<node::RegionIdentity(int)>& region_of);
   Schedule pointToPointSchedule(const Task& task) const;
 
   const int rank_;
@@ -161,6 +166,10 @@ class Communicator {
   std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
   ScratchCache scratch_;                    // the thread running a task
   std::unique_ptr<HostLayout> layout_;      // the thread running a task (a split sets it before any task)
+  // Across hosts: this rank's shared region and how to find the others', until the layout makes the host stage.
+  std::unique_ptr<node::Region> pending_region_;
+  std::function<node::RegionIdentity(int)> region_of_;
+  std::unique_ptr<HostStage> host_stage_;  // set under queue_mutex_ (abort() reaches it from any thread)
   LinkCosts agreed_links_;  // with layout_: the slowest network any rank reported, so every rank chooses alike
   std::vector<std::string> transport_names_;  // best first
 

@@ -29,10 +29,16 @@ struct Node {
   transport::SendComm* send = nullptr;
   transport::RecvComm* recv = nullptr;
   transport::Request* request = nullptr;
+  uint64_t host_ticket = 0;  // host steps: the host stage's ticket
   enum State : uint8_t { kWaiting, kPosted, kDone } state = kWaiting;
   size_t deps_begin = 0, deps_end = 0;  // in the executor's flat list of earlier nodes this one must wait for
-  bool isComm() const { return step->kind == Step::kSend || step->kind == Step::kRecv; }
-  const void* comm() const { return step->kind == Step::kSend ? static_cast<const void*>(send) : static_cast<const void*>(recv); }
+  bool isTransfer() const { return step->kind == Step::kSend || step->kind == Step::kRecv; }
+  bool isComm() const { return isTransfer() || step->isHost(); }
+  /// What orders this step with others: its comm, or the host stage (host steps are one stream per host).
+  const void* channel(const HostStage* host) const {
+    if (step->isHost()) return host;
+    return step->kind == Step::kSend ? static_cast<const void*>(send) : static_cast<const void*>(recv);
+  }
 };
 
 // The comm a transfer uses: connected now (`connect`, for the oldest phase), or the one already connected
@@ -52,7 +58,7 @@ bool sleepOnSockets(const std::vector<Node>& nodes, size_t first, std::vector<po
   fds.clear();
   for (size_t i = first; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
-    if (n.state != Node::kPosted) continue;
+    if (n.state != Node::kPosted || !n.isTransfer()) continue;
     const bool offered = n.send != nullptr ? n.send->appendReadiness(fds) : n.recv->appendReadiness(fds);
     if (!offered) return false;
   }
@@ -72,6 +78,8 @@ Access accessOf(const Step& s) {
     case Step::kRecv: return Access{{Slice{}, Slice{}}, s.dst};
     case Step::kCopy: return Access{{s.a, Slice{}}, s.dst};
     case Step::kReduce: return Access{{s.a, s.b}, s.dst};
+    case Step::kHostReduceScatter:
+    case Step::kHostAllGather: return Access{{s.a, Slice{}}, s.dst};
   }
   return Access{};
 }
@@ -188,6 +196,37 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
   const Clock::time_point started = Clock::now();
   double oldest_since_ms = 0;
 
+  // Host steps: handed to the host stage in program order. If the schedule fails, the stage must let go of the
+  // buffers (the scratch above, the caller's) before this returns.
+  uint32_t host_steps_started = 0;
+  struct StopStageOnFailure {
+    HostStage* host = nullptr;
+    bool finished = false;
+    ~StopStageOnFailure() {
+      if (host != nullptr && !finished) host->stopAndWait();
+    }
+  } host_guard;
+  const auto startHostStep = [&](const Step& step, uint64_t* ticket) -> Status {
+    if (ctx.host == nullptr) {
+      return Status(ErrorCode::kInternal, "the schedule has a shared-memory step, but no node engine serves this rank's host");
+    }
+    const bool scatter = step.kind == Step::kHostReduceScatter;
+    const size_t per_rank = scatter ? step.dst.count : step.a.count;
+    const size_t all = static_cast<size_t>(ctx.host->size()) * per_rank;
+    if ((scatter ? step.a.count : step.dst.count) != all) {
+      return Status(ErrorCode::kInternal, "a shared-memory step's slices do not fit the host's " +
+                                              std::to_string(ctx.host->size()) + " ranks");
+    }
+    const uint32_t ordinal = host_steps_started++;
+    // The schedule divides an average once at the end; the host's part of the reduction is a sum.
+    node::NodeCall call{scatter ? Collective::kReduceScatter : Collective::kAllGather,
+                        at(step.a), at(step.dst), per_rank, type, op == mscAvg ? mscSum : op, ctx.tag + 1 + ordinal, nullptr,
+                        [ordinal] { return "step " + std::to_string(ordinal); }};
+    host_guard.host = ctx.host;
+    *ticket = ctx.host->start(std::move(call));
+    return Status::ok();
+  };
+
   Deadline deadline = deadlineAfter(ctx.timeout);
   IdleBackoff backoff;
   std::vector<pollfd> fds;
@@ -218,10 +257,17 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
       const Step& step = *n.step;
       Status s;
       if (n.state == Node::kWaiting) {
-        const void* comm = n.comm();
+        const void* comm = n.channel(ctx.host);
         if (std::find(blocked.begin(), blocked.end(), comm) != blocked.end()) continue;
         if (!ready(n)) {
           blocked.push_back(comm);
+          continue;
+        }
+        if (step.isHost()) {
+          s = startHostStep(step, &n.host_ticket);
+          if (!s.isOk()) return fail(s.code(), s.message());
+          n.state = Node::kPosted;
+          moved = true;
           continue;
         }
         if (step.kind == Step::kSend) {
@@ -239,6 +285,13 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
         }
         n.state = Node::kPosted;
         moved = true;
+      }
+      if (step.isHost()) {
+        if (!ctx.host->done(n.host_ticket, &s)) continue;
+        if (!s.isOk()) return fail(s.code(), s.message());
+        n.state = Node::kDone;
+        moved = true;
+        continue;
       }
       bool done = false;
       size_t size = 0;
@@ -287,13 +340,19 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
     if ((++spins & 63) == 0) {
       Status s = links.pollIncoming();
       if (!s.isOk()) return fail(s.code(), s.message());
+      // A host step in flight has the engine's own timeout, and its error names the host's rank it waited for:
+      // let that one report.
+      const bool host_step_running = std::any_of(nodes.begin() + static_cast<std::ptrdiff_t>(phase_first[oldest]), nodes.end(),
+                                                 [](const Node& n) { return n.state == Node::kPosted && n.step->isHost(); });
+      if (Clock::now() > deadline && host_step_running) deadline = deadlineAfter(ctx.timeout);
       if (Clock::now() > deadline) {
         std::string waiting;
         for (size_t i = phase_first[oldest]; i < phase_first[oldest + 1]; ++i) {
           const Node& n = nodes[i];
           if (n.state == Node::kDone || !n.isComm()) continue;
-          waiting += (waiting.empty() ? "" : ", ") + std::string(n.step->kind == Step::kSend ? "send to " : "receive from ") +
-                     links.describePeer(n.step->peer);
+          waiting += (waiting.empty() ? "" : ", ");
+          if (n.step->isHost()) waiting += "the shared-memory stage among the host's " + ctx.host->describeHost();
+          else waiting += std::string(n.step->kind == Step::kSend ? "send to " : "receive from ") + links.describePeer(n.step->peer);
         }
         return fail(ErrorCode::kTimeout, "no progress for " + std::to_string(ctx.timeout.count()) + " ms in phase " +
                                              std::to_string(oldest) + " waiting for " + waiting +
@@ -306,6 +365,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
     }
     backoff.idle();
   }
+  host_guard.finished = true;
   if (op == mscAvg && schedule.result.count > 0) {
     finishAverage(type, at(schedule.result), schedule.result.count, ctx.nranks_for_average);
   }

@@ -1,7 +1,8 @@
 // Runs one rank's schedule over a communicator's peer links. Any schedule, any transport. The schedule's
 // meaning is that of its phases in order (each phase's sends and receives concurrently, then its local copies
 // and reductions); the executor runs it as data flow over a window of phases: a step starts as soon as the
-// earlier steps whose bytes it overlaps are done, and transfers on one comm keep program order.
+// earlier steps whose bytes it overlaps are done, transfers on one comm keep program order, and host steps
+// (the node engine's collectives) go to the host stage in program order.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/host_stage.h"
 #include "collectives/peer_links.h"
 #include "collectives/schedule.h"
 #include "megascale/megascale.h"
@@ -36,6 +38,7 @@ struct ExecutionContext {
   const std::atomic<bool>* aborted = nullptr;
   int nranks_for_average = 1;
   ScratchCache* scratch = nullptr;  // the communicator's; null allocates per operation
+  HostStage* host = nullptr;        // runs the schedule's host steps (Step::kHost*); null when none serves
 };
 
 /// buffers[kInput], [kOutput] and [kUser+i] are the caller's; [kScratch] is allocated as needed.

@@ -138,7 +138,9 @@ std::string describeSchedule(const Schedule& s) {
     out << "phase " << p << ":";
     for (const Step& st : s.phases[p].comm) {
       if (st.kind == Step::kSend) out << " send " << slice(st.a) << "->" << st.peer << ";";
-      else out << " recv " << slice(st.dst) << "<-" << st.peer << ";";
+      else if (st.kind == Step::kRecv) out << " recv " << slice(st.dst) << "<-" << st.peer << ";";
+      else out << (st.kind == Step::kHostReduceScatter ? " host-reduce-scatter " : " host-all-gather ") << slice(st.a)
+               << "=>" << slice(st.dst) << ";";
     }
     for (const Step& st : s.phases[p].local) {
       if (st.kind == Step::kCopy) out << " copy " << slice(st.a) << "=>" << slice(st.dst) << ";";

@@ -2,7 +2,8 @@
 // for one rank, what to send, receive, copy and reduce, phase by phase. One executor runs any schedule over
 // any transport; tests simulate all ranks' schedules in memory; the network simulator replays them.
 //
-// A phase's communication steps run concurrently; its local steps run after they all complete, in order.
+// A phase's communication steps (transfers and host steps) run concurrently; its local steps run after they all
+// complete, in order.
 // Offsets and counts are in elements of the operation's dtype.
 #pragma once
 
@@ -53,12 +54,17 @@ struct Slice {
 };
 
 struct Step {
-  enum Kind : uint8_t { kSend, kRecv, kCopy, kReduce };
+  // kHost*: a collective among the ranks of this rank's host (ScheduleSpec::hosts, in local order), run by the
+  // node engine through shared memory; the k-th host step of every rank of a host is one call. With L ranks on
+  // the host: kHostReduceScatter reduces block `local` (dst.count elements) of every rank's `a` (L blocks) into
+  // dst; kHostAllGather puts local rank q's `a` into block q of dst (L blocks of a.count).
+  enum Kind : uint8_t { kSend, kRecv, kCopy, kReduce, kHostReduceScatter, kHostAllGather };
   Kind kind;
   int peer = -1;  // kSend, kRecv
-  Slice a;        // kSend: source; kCopy: source; kReduce: left operand
+  Slice a;        // kSend: source; kCopy: source; kReduce: left operand; kHost*: input
   Slice b;        // kReduce: right operand
-  Slice dst;      // kRecv, kCopy, kReduce: destination
+  Slice dst;      // kRecv, kCopy, kReduce, kHost*: destination
+  bool isHost() const { return kind == kHostReduceScatter || kind == kHostAllGather; }
 };
 
 struct Phase {
@@ -83,6 +89,7 @@ struct ScheduleSpec {
   bool in_place = false;  // input and output alias as NCCL defines in-place for this collective
   const HostLayout* hosts = nullptr;  // which ranks share a host; hierarchical algorithms need it
   const LinkCosts* links = nullptr;   // the job's link rates for the cost model; null: LinkCosts' defaults
+  bool host_steps = false;  // the executor runs kHost* steps (a node engine serves this rank's host)
 };
 
 /// The algorithm kAuto resolves to for this spec: from the tuning table where it was measured on this shape

@@ -7,7 +7,10 @@
 //   2. owners b of all hosts run a ring over their part: one ring per rail, all rails at once;
 //   3. inside each host, the owners send the finished parts to every rank of their host.
 // The data is cut into chunks that enter the stages one phase apart, so one chunk's host-local stages run
-// while another crosses the network. Every element is reduced in one place and copied from there, so all
+// while another crosses the network. Where a node engine serves the host (ScheduleSpec::host_steps) and every
+// local rank is an owner, an all-reduce chunk's stages 1 and 3 are one shared-memory reduce-scatter and one
+// all-gather of the engine (each byte crosses between processes once); all-gather and reduce-scatter, whose
+// chunks are strided over the ranks' blocks, keep the transfers. Every element is reduced in one place and copied from there, so all
 // ranks get bit-identical results.
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/host_layout.h"
@@ -46,7 +49,13 @@ struct Place {
   const HostLayout& layout;
   int rank, host, local, owners;
   const std::vector<int>& host_ranks;  // this host's ranks
+  bool host_steps;                     // the node engine can run this host's stages (ScheduleSpec::host_steps)
   bool owner() const { return local < owners; }
+  /// Whether a chunk of `count` elements goes through the node engine inside the host: every local rank is an
+  /// owner, and the chunk splits into equal parts (the engine's blocks).
+  bool hostStepsFor(size_t count) const {
+    return host_steps && owners > 1 && static_cast<int>(host_ranks.size()) == owners && count % static_cast<size_t>(owners) == 0;
+  }
   int hosts() const { return layout.hosts(); }
   /// Local rank `b` of every host: the members of rail b's ring, in host order.
   std::vector<int> railMembers(int b) const {
@@ -64,7 +73,7 @@ Place placeOf(const ScheduleSpec& spec) {
   const HostLayout& l = *spec.hosts;
   const int host = l.host_of[static_cast<size_t>(spec.rank)];
   return Place{l, spec.rank, host, l.local_of[static_cast<size_t>(spec.rank)], l.minRanksPerHost(),
-               l.ranks_of[static_cast<size_t>(host)]};
+               l.ranks_of[static_cast<size_t>(host)], spec.host_steps};
 }
 
 // In-place ring all-reduce of `region` among `members` (this rank is members[me]) in the 2(m-1) phases from
@@ -137,11 +146,17 @@ Stages allReduceChunk(const Place& me, size_t begin, size_t count, size_t scratc
     return out(begin + blk.begin, blk.count);
   };
   const auto input_part = [&](int b) { return Slice{kInput, part(b).offset, part(b).count}; };
+  *scratch_end = scratch_at;
+  if (me.hostStepsFor(count)) {  // the node engine reduce-scatters and all-gathers inside the host
+    st.front().comm.push_back(hostReduceScatter(in(begin, count), part(me.local)));
+    if (me.hosts() > 1) *scratch_end = ringAllReduceInPlace(me.railMembers(me.local), me.host, part(me.local), scratch_at, &st[1]);
+    st.back().comm.push_back(hostAllGather(part(me.local), out(begin, count)));
+    return st;
+  }
   Phase& gather = st.front();
   for (int b = 0; b < me.owners; ++b) {
     if (b != me.local) gather.comm.push_back(send(me.host_ranks[static_cast<size_t>(b)], input_part(b)));
   }
-  *scratch_end = scratch_at;
   if (!me.owner()) return st;
   const size_t slot = blockOf(count, me.owners, 0).count;
   std::vector<Slice> theirs;
@@ -302,7 +317,7 @@ Schedule hierarchicalAllReduce(const ScheduleSpec& spec) {
   if (spec.nranks == 1) return singleRankReduction(spec.count);
   Schedule s = chunked(spec, [](const Place& me, size_t begin, size_t count, size_t scratch_at, size_t* end) {
     Stages st = allReduceChunk(me, begin, count, scratch_at, end);
-    allReduceChunkReceives(me, begin, count, st);
+    if (!me.hostStepsFor(count)) allReduceChunkReceives(me, begin, count, st);
     return st;
   });
   s.result = out(0, spec.count);

@@ -54,9 +54,11 @@ NodeEngine::NodeEngine(int rank, int nranks, NodeOptions options, std::unique_pt
 
 NodeEngine::~NodeEngine() = default;
 
+std::string NodeEngine::nameOf(int q) const { return rank_names_ ? rank_names_(q) : "rank " + std::to_string(q); }
+
 Status NodeEngine::fail(const NodeCall& call, ErrorCode code, const std::string& why) const {
-  return Status(code, (call.describe ? call.describe() : std::string(collectiveName(call.collective))) + ": rank " +
-                          std::to_string(rank_) + ": " + why);
+  return Status(code, (call.describe ? call.describe() : std::string(collectiveName(call.collective))) + ": " +
+                          nameOf(rank_) + ": " + why);
 }
 
 void NodeEngine::part(size_t count, int index, size_t* lo, size_t* n) const {
@@ -79,7 +81,7 @@ Status NodeEngine::connect(const NodeCall& call) {
     try {
       id = lookup_(q);
     } catch (const Error& e) {
-      return fail(call, e.code(), std::string("looking up rank ") + std::to_string(q) + "'s shared memory: " + e.what());
+      return fail(call, e.code(), "looking up " + nameOf(q) + "'s shared memory: " + e.what());
     }
     Status s = Region::attach(id, q, &peers_[q]);
     if (!s.isOk()) return fail(call, s.code(), s.message());

@@ -72,6 +72,9 @@ class NodeEngine {
   Status begin(const NodeCall& call, bool* done);
   /// Finishes what begin() left (possibly all of it), waiting as long as needed.
   Status resume(const NodeCall& call);
+  /// How errors name the engine's rank q (default "rank q"): a host stage's engine numbers the host's ranks
+  /// 0..L-1, its messages give their ranks in the communicator. Call before the first operation.
+  void nameRanks(std::function<std::string(int)> name_of) { rank_names_ = std::move(name_of); }
   /// Wakes this rank if it sleeps in a wait (abort).
   void interrupt();
   /// Tells peers this rank broke; their waits on it fail at once. Call from the thread that runs operations.
@@ -130,6 +133,7 @@ class NodeEngine {
   Status slowWait(int peer, const std::atomic<uint64_t>& word, uint64_t value, const NodeCall& call,
                   const char* waiting_for);
   Status fail(const NodeCall& call, ErrorCode code, const std::string& why) const;
+  std::string nameOf(int q) const;
   /// Rank q's region: this rank's own, or a mapped peer's.
   const Region& regionOf(int q) const { return q == rank_ ? *own_ : *peers_[q]; }
   /// Element range [*lo, *lo + *n) of part `index` when count elements are cut into nranks_ parts.
@@ -139,6 +143,7 @@ class NodeEngine {
   const int nranks_;
   NodeOptions options_;
   IdentityLookup lookup_;
+  std::function<std::string(int)> rank_names_;
   std::unique_ptr<Region> own_;
   std::vector<std::unique_ptr<Region>> peers_;  // by rank; [rank_] is empty
   std::vector<RegionHeader*> headers_;          // by rank, own included

@@ -62,7 +62,7 @@ Status NodeEngine::awaitAll(uint64_t seq, uint64_t k, const NodeCall& call, uint
     const OpDescriptor& d = headers_[q]->descriptor[seq & 1];
     if (d.tag != call.tag || d.bytes != bytes) {
       return fail(call, ErrorCode::kMismatch,
-                  "rank " + std::to_string(q) + " is running a different operation (its tag " + std::to_string(d.tag) +
+                  nameOf(q) + " is running a different operation (its tag " + std::to_string(d.tag) +
                       " with " + std::to_string(d.bytes) + " bytes, ours " + std::to_string(call.tag) + " with " +
                       std::to_string(bytes) + "; do all ranks call the same collectives with the same counts and types?)");
     }
@@ -89,18 +89,18 @@ Status NodeEngine::slowWait(int peer, const std::atomic<uint64_t>& word, uint64_
   uint32_t yields = 0;
   auto trouble = [&]() -> Status {
     std::string waiting = " while this rank waited for " +
-                          (peer >= 0 ? "rank " + std::to_string(peer) + "'s " : std::string("the ")) + waiting_for;
+                          (peer >= 0 ? nameOf(peer) + "'s " : std::string("the ")) + waiting_for;
     if (call.aborted != nullptr && call.aborted->load(std::memory_order_relaxed)) {
       return fail(call, ErrorCode::kAborted, "aborted by the user");
     }
     for (int q = 0; q < nranks_; ++q) {
       if (q == rank_ || (peer >= 0 && q != peer)) continue;
       if (headers_[q]->failed.load(std::memory_order_acquire) != 0) {
-        return fail(call, ErrorCode::kPeerLost, "rank " + std::to_string(q) + " failed" + waiting);
+        return fail(call, ErrorCode::kPeerLost, nameOf(q) + " failed" + waiting);
       }
       if (peers_[q]->ownerExited()) {
         return fail(call, ErrorCode::kPeerLost,
-                    "rank " + std::to_string(q) + " (pid " + std::to_string(headers_[q]->pid) + ") exited" + waiting);
+                    nameOf(q) + " (pid " + std::to_string(headers_[q]->pid) + ") exited" + waiting);
       }
     }
     if (std::chrono::steady_clock::now() > deadline) {

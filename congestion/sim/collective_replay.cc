@@ -25,6 +25,7 @@ CollectiveReplay::CollectiveReplay(Network& net, const std::vector<std::vector<i
         for (const Phase& phase : full.phases) {
           c.phase_begin.push_back(static_cast<uint32_t>(c.ops.size()));
           for (const Step& step : phase.comm) {
+            if (step.isHost()) continue;  // inside the server (NVLink, shared memory): off the simulated network
             const bool send = step.kind == Step::kSend;
             c.ops.push_back(Op{step.peer, send, send ? static_cast<uint64_t>(step.a.count) * dtype_size : 0});
           }

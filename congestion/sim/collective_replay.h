@@ -2,7 +2,8 @@
 // we simulate at scale is what we run: every rank walks its phases; a phase's sends become messages on the
 // connection (queue pair) from the rank to that peer, and the phase ends once its sends are acknowledged and the
 // messages it receives have arrived (the j-th receive from a peer is that peer's j-th send to this rank). Local
-// reductions and copies take no simulated time.
+// reductions and copies take no simulated time, nor do host steps (the node engine's collectives inside a
+// server: NVLink or shared memory, off the network this simulates).
 //
 // Several groups can run the same collective at once on one network - the 8 rails of a hierarchical all-reduce,
 // each an all-reduce among the same GPU index of every server - each group with its own ranks.

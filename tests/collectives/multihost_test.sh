@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Collectives across emulated hosts (testbed/emulated_cluster.sh): 2 hosts x 2 ranks, 2 rails each.
-# 1. Every collective, dtype and op is exact (with the algorithms auto picks, then all hierarchical), with MEGASCALE_TRANSPORT=auto choosing per peer: each rank
-#    talks shared memory to the other rank of its host and TCP to the two ranks of the other host.
+# 1. Every collective, dtype and op is exact (with the algorithms auto picks, then all hierarchical, then the
+#    hierarchical all-reduce with the node engine as the host stage), with MEGASCALE_TRANSPORT=auto choosing per
+#    peer: each rank talks shared memory to the other rank of its host and TCP to the two ranks of the other host.
 # 2. Ranks that see different network rates still choose the same algorithm.
 # 3. A host whose cable is pulled mid-all-reduce: every rank fails within the timeout, with an error that names
 #    the rank, the peer and the peer's host.
@@ -49,6 +50,15 @@ grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fa
 rail0=$(($(tx 0) - before0)) rail1=$(($(tx 1) - before1))
 ((rail0 > 1000000 && rail1 > 1000000)) || fail "host 0 sent $rail0 bytes on rail 0 and $rail1 on rail 1: both rails should carry rings"
 echo "ok: every hierarchical collective exact; host 0 sent $rail0 bytes on rail 0, $rail1 on rail 1"
+
+# Hierarchical all-reduces whose chunks split evenly run their host-local stages on the node engine (the host
+# stage), pipelined with the rails' rings: 262144 elements are 4 chunks; 1000 is one.
+MEGASCALE_ALGO=hier job hoststage 60000 "$check" --describe --collectives all_reduce --ops sum,avg,max 1000 262144
+for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "hierarchical all-reduce on the host stage failed on host $((i - 1))"; }; done
+grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fail "all-reduce on the host stage was wrong"; }
+grep -q "rank 0: .*host-stage: ranks 0, 1" "$out0" && grep -q "rank 3: .*host-stage: ranks 2, 3" "$out1" ||
+  { cat "$out0" "$out1"; fail "the node engine did not serve as each host's stage"; }
+echo "ok: hierarchical all-reduce exact with the node engine as each host's stage"
 
 # Host 1 sees a 100 Mbit/s network and host 0 its 10 Gbit/s veth: for an 8 KiB all-reduce the cost model alone would
 # pick the ring on host 1 and direct on host 0. The ranks agree on the slowest link with the host layout, so they

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "collectives/dtype.h"
+#include "collectives/host_layout.h"
 #include "collectives/reduce_kernels.h"
 
 namespace megascale::testing {
@@ -75,8 +76,9 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
         for (const Step& s : *steps) {
           bool ok = s.kind == Step::kSend ? inBounds(r, s.a)
                     : s.kind == Step::kRecv ? inBounds(r, s.dst)
-                    : s.kind == Step::kCopy ? inBounds(r, s.a) && inBounds(r, s.dst)
+                    : s.kind == Step::kCopy || s.isHost() ? inBounds(r, s.a) && inBounds(r, s.dst)
                                             : inBounds(r, s.a) && inBounds(r, s.b) && inBounds(r, s.dst);
+          if (s.isHost() && (base.hosts == nullptr || !base.host_steps)) fail(r, p, "a host step without host steps");
           if (!ok) fail(r, p, "slice out of its buffer's bounds\n" + describeSchedule(ranks[r].schedule));
         }
       }
@@ -87,6 +89,13 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
   auto range = [&](int r, const Slice& s) { return Range{pointer(r, s), pointer(r, s) + s.count * es}; };
 
   std::map<std::pair<int, int>, std::deque<Message>> channels;
+  // Host steps (the node engine) as messages between the host's ranks on channels of their own: rank r sends
+  // each other rank of its host what that rank needs (its block of a reduce-scatter, r's part of an all-gather).
+  std::map<std::pair<int, int>, std::deque<Message>> host_channels;
+  const auto hostRanks = [&](int r) -> const std::vector<int>& {
+    return base.hosts->ranks_of[static_cast<size_t>(base.hosts->host_of[static_cast<size_t>(r)])];
+  };
+  const auto hostBlock = [&](const Step& s) { return s.kind == Step::kHostReduceScatter ? s.dst.count : s.a.count; };
   std::vector<bool> sent(n, false);
   bool progress = true;
   while (progress && result.ok) {
@@ -97,17 +106,39 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
       const Phase& ph = st.schedule.phases[st.phase];
       if (!sent[r]) {
         // Races inside a phase: receives write while sends read and other receives write.
-        std::vector<Range> reads, writes;
-        for (const Step& s : ph.comm) {
+        // (A host step's own input and output may overlap: the engine runs in place.)
+        std::vector<std::pair<Range, size_t>> reads, writes;  // with the index of the step
+        for (size_t k = 0; k < ph.comm.size(); ++k) {
+          const Step& s = ph.comm[k];
+          if (s.isHost()) {
+            const size_t all = hostBlock(s) * hostRanks(r).size();
+            if ((s.kind == Step::kHostReduceScatter ? s.a.count : s.dst.count) != all) fail(r, st.phase, "host step sizes do not fit the host");
+            reads.push_back({range(r, s.a), k});
+            writes.push_back({range(r, s.dst), k});
+            continue;
+          }
           if (s.peer < 0 || s.peer >= n || s.peer == r) fail(r, st.phase, "bad peer " + std::to_string(s.peer));
-          if (s.kind == Step::kSend) reads.push_back(range(r, s.a));
-          else writes.push_back(range(r, s.dst));
+          if (s.kind == Step::kSend) reads.push_back({range(r, s.a), k});
+          else writes.push_back({range(r, s.dst), k});
         }
+        if (!result.ok) break;
         for (size_t i = 0; i < writes.size(); ++i) {
-          for (const Range& rd : reads) if (writes[i].overlaps(rd)) fail(r, st.phase, "receive overlaps a send");
-          for (size_t j = i + 1; j < writes.size(); ++j) if (writes[i].overlaps(writes[j])) fail(r, st.phase, "receives overlap");
+          for (const auto& rd : reads) {
+            if (rd.second != writes[i].second && writes[i].first.overlaps(rd.first)) fail(r, st.phase, "receive overlaps a send");
+          }
+          for (size_t j = i + 1; j < writes.size(); ++j) if (writes[i].first.overlaps(writes[j].first)) fail(r, st.phase, "receives overlap");
         }
         for (const Step& s : ph.comm) {
+          if (s.isHost()) {
+            const std::vector<int>& host = hostRanks(r);
+            const size_t block = hostBlock(s) * es;
+            for (size_t q = 0; q < host.size(); ++q) {
+              if (host[q] == r) continue;
+              const uint8_t* p = pointer(r, s.a) + (s.kind == Step::kHostReduceScatter ? q * block : 0);
+              host_channels[{r, host[q]}].push_back(Message{std::vector<uint8_t>(p, p + block), result.heard_from[r]});
+            }
+            continue;
+          }
           if (s.kind != Step::kSend) continue;
           const uint8_t* p = pointer(r, s.a);
           channels[{r, s.peer}].push_back(Message{std::vector<uint8_t>(p, p + s.a.count * es), result.heard_from[r]});
@@ -116,11 +147,43 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
         progress = true;
       }
       // All receives of the phase must be available (taken in order per peer).
-      std::map<int, size_t> needed;
-      for (const Step& s : ph.comm) if (s.kind == Step::kRecv) ++needed[s.peer];
+      std::map<int, size_t> needed, host_needed;
+      for (const Step& s : ph.comm) {
+        if (s.kind == Step::kRecv) ++needed[s.peer];
+        if (!s.isHost()) continue;
+        for (int q : hostRanks(r)) if (q != r) ++host_needed[q];
+      }
       bool ready = true;
       for (auto& [peer, k] : needed) ready = ready && channels[{peer, r}].size() >= k;
+      for (auto& [peer, k] : host_needed) ready = ready && host_channels[{peer, r}].size() >= k;
       if (!ready) continue;
+      for (const Step& s : ph.comm) {
+        if (!s.isHost()) continue;
+        // Every rank's contribution in local order (this rank's from its own buffer), then the result at once.
+        const std::vector<int>& host = hostRanks(r);
+        const size_t block = hostBlock(s) * es;
+        const size_t local = static_cast<size_t>(base.hosts->local_of[static_cast<size_t>(r)]);
+        std::vector<std::vector<uint8_t>> parts(host.size());
+        for (size_t q = 0; q < host.size(); ++q) {
+          if (host[q] == r) {
+            const uint8_t* p = pointer(r, s.a) + (s.kind == Step::kHostReduceScatter ? local * block : 0);
+            parts[q].assign(p, p + block);
+            continue;
+          }
+          Message m = std::move(host_channels[{host[q], r}].front());
+          host_channels[{host[q], r}].pop_front();
+          parts[q] = std::move(m.bytes);
+          for (int x = 0; x < n; ++x) if (m.heard[x]) result.heard_from[r][x] = true;
+        }
+        uint8_t* to = pointer(r, s.dst);
+        if (s.kind == Step::kHostAllGather) {
+          for (size_t q = 0; q < host.size(); ++q) if (block > 0) std::memcpy(to + q * block, parts[q].data(), block);
+          continue;
+        }
+        if (block == 0) continue;
+        std::memcpy(to, parts[0].data(), block);
+        for (size_t q = 1; q < host.size(); ++q) reduceElements(type, op, to, to, parts[q].data(), s.dst.count);
+      }
       for (const Step& s : ph.comm) {
         if (s.kind != Step::kRecv) continue;
         Message m = std::move(channels[{s.peer, r}].front());
@@ -151,6 +214,9 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
     if (ranks[r].phase < ranks[r].schedule.phases.size()) {
       fail(r, ranks[r].phase, "deadlock: waiting forever\n" + describeSchedule(ranks[r].schedule));
     }
+  }
+  for (auto& [pair, queue] : host_channels) {
+    if (!queue.empty() && result.ok) fail(pair.second, 0, "host step message(s) from " + std::to_string(pair.first) + " never taken");
   }
   for (auto& [pair, queue] : channels) {
     if (!queue.empty() && result.ok) {

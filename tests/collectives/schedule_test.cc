@@ -35,8 +35,9 @@ class ScheduleSuite : public ::testing::TestWithParam<Case> {};
 
 // Fills inputs, runs, and checks outputs for one configuration. Returns a failure description or "".
 std::string runCase(const Case& c, int n, size_t count, int root, bool in_place, mscRedOp_t op,
-                    const HostLayout* hosts = nullptr) {
+                    const HostLayout* hosts = nullptr, bool host_steps = false) {
   ScheduleSpec spec{c.collective, c.algorithm, count, 0, n, root, in_place, hosts};
+  spec.host_steps = host_steps;
   std::vector<RankBuffers> buffers(n);
   size_t in_count = inputCount(spec), out_count = outputCount(spec);
   for (int r = 0; r < n; ++r) {
@@ -165,9 +166,14 @@ TEST(HierarchicalSchedule, CorrectForEveryLayoutAndAwkwardCounts) {
       for (size_t count : kCounts) {
         for (bool in_place : {false, true}) {
           for (mscRedOp_t op : {mscSum, mscMax}) {
-            std::string error = runCase({collective, Algorithm::kHierarchical}, layout.ranks(), count, 0, in_place, op, &layout);
-            ASSERT_EQ(error, "") << collectiveName(collective) << " hosts " << describeLayout(layout) << " count=" << count
-                                 << " in_place=" << in_place << " op=" << op;
+            // With the node engine as the host stage (all-reduce chunks that split evenly), and without.
+            for (bool host_steps : {false, true}) {
+              if (host_steps && collective != Collective::kAllReduce) continue;
+              std::string error =
+                  runCase({collective, Algorithm::kHierarchical}, layout.ranks(), count, 0, in_place, op, &layout, host_steps);
+              ASSERT_EQ(error, "") << collectiveName(collective) << " hosts " << describeLayout(layout) << " count=" << count
+                                   << " in_place=" << in_place << " op=" << op << " host_steps=" << host_steps;
+            }
           }
         }
       }
@@ -185,6 +191,17 @@ TEST(HierarchicalSchedule, PipelinedChunksAreCorrect) {
           ASSERT_EQ(error, "") << collectiveName(collective) << " hosts " << describeLayout(layout) << " count=" << count
                                << " in_place=" << in_place;
         }
+      }
+    }
+  }
+  // Host steps: 196612 cuts into chunks of 65538, 65537 and 65537 elements (the first through the node
+  // engine, the others through transfers: both in one schedule); 262144 into 4 even chunks.
+  for (const HostLayout& layout : {HostLayout::blocks(3, 2), HostLayout::fromHostOf({0, 1, 0, 1})}) {
+    for (size_t count : {size_t{196612}, size_t{262144}}) {
+      for (bool in_place : {false, true}) {
+        std::string error =
+            runCase({Collective::kAllReduce, Algorithm::kHierarchical}, layout.ranks(), count, 0, in_place, mscSum, &layout, true);
+        ASSERT_EQ(error, "") << "host steps, hosts " << describeLayout(layout) << " count=" << count << " in_place=" << in_place;
       }
     }
   }
@@ -214,6 +231,43 @@ TEST(HierarchicalSchedule, RailsCarryTheInterHostTrafficInParallel) {
     }
     EXPECT_EQ(off_host, 2 * 3 * (n / 2) / 4) << "rank " << rank;
     EXPECT_EQ(on_host, n) << "rank " << rank;  // half to the other owner, its finished half back
+  }
+}
+
+// With the node engine as the host stage, an all-reduce chunk's host-local stages are one reduce-scatter and one
+// all-gather of the engine: no transfer stays inside the host, the rails' traffic is unchanged. A chunk that does
+// not split evenly, or a host with more ranks than owners, keeps the transfers.
+TEST(HierarchicalSchedule, HostStepsReplaceTheIntraHostTransfers) {
+  const auto count = [](const Schedule& s, const HostLayout& layout, int rank, size_t* on_host, size_t* off_host) {
+    size_t host_steps = 0;
+    for (const Phase& p : s.phases) {
+      for (const Step& st : p.comm) {
+        if (st.isHost()) ++host_steps;
+        if (st.kind != Step::kSend) continue;
+        (layout.host_of[static_cast<size_t>(st.peer)] == layout.host_of[static_cast<size_t>(rank)] ? *on_host : *off_host) += st.a.count;
+      }
+    }
+    return host_steps;
+  };
+  const HostLayout layout = HostLayout::blocks(4, 2);
+  for (int rank = 0; rank < 8; ++rank) {
+    ScheduleSpec spec{Collective::kAllReduce, Algorithm::kHierarchical, 8000, rank, 8, 0, false, &layout};
+    spec.host_steps = true;
+    size_t on_host = 0, off_host = 0;
+    EXPECT_EQ(count(buildSchedule(spec), layout, rank, &on_host, &off_host), 2u) << "rank " << rank;
+    EXPECT_EQ(on_host, 0u) << "rank " << rank;
+    EXPECT_EQ(off_host, 2 * 3 * (8000 / 2) / 4) << "rank " << rank;
+    spec.count = 8001;  // odd: the parts are uneven, the engine's blocks are not
+    on_host = off_host = 0;
+    EXPECT_EQ(count(buildSchedule(spec), layout, rank, &on_host, &off_host), 0u) << "rank " << rank;
+    EXPECT_GT(on_host, 0u) << "rank " << rank;
+  }
+  const HostLayout uneven = HostLayout::fromHostOf({0, 0, 0, 1, 1});  // host 0 has a rank that owns nothing
+  for (int rank = 0; rank < 5; ++rank) {
+    ScheduleSpec spec{Collective::kAllReduce, Algorithm::kHierarchical, 8000, rank, 5, 0, false, &uneven};
+    spec.host_steps = true;
+    size_t on_host = 0, off_host = 0;
+    EXPECT_EQ(count(buildSchedule(spec), uneven, rank, &on_host, &off_host), rank < 3 ? 0u : 2u) << "rank " << rank;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "collectives/host_layout.h"
 #include "congestion/dcqcn.h"
 #include "congestion/line_rate.h"
 #include "congestion/sim/collective_replay.h"
@@ -50,6 +51,25 @@ TEST(CollectiveReplay, HalvingDoublingAndRingAllGatherFinish) {
   EXPECT_GT(ag.busbw_gbs, 0.9 * kPayloadGbs);
   std::printf("halving-doubling all-reduce 16 MiB x 8: busbw %.2f GB/s; ring all-gather 4 MiB x 6: busbw %.2f GB/s\n",
               hd.busbw_gbs, ag.busbw_gbs);
+}
+
+// A hierarchical all-reduce over 4 servers x 2 ranks (each rank its own NIC on one switch): with the node engine
+// as the host stage, only the rails' rings reach the network; with transfers inside the server, they do too.
+TEST(CollectiveReplay, HostStepsStayOffTheNetwork) {
+  const HostLayout layout = HostLayout::blocks(4, 2);
+  const auto run = [&](bool host_steps) {
+    Network net;
+    buildStar(net, 8, LinkSpec{});
+    ScheduleSpec spec{Collective::kAllReduce, Algorithm::kHierarchical, 4096, 0, 8, 0, false, &layout};
+    spec.host_steps = host_steps;
+    CollectiveReplay replay(net, firstHosts(8), spec, 4, [] { return std::make_unique<Dcqcn>(DcqcnParams::firmware(100e9)); });
+    return replay.run(1 * kSecond);
+  };
+  const CollectiveResult staged = run(true), transfers = run(false);
+  ASSERT_TRUE(staged.finished);
+  ASSERT_TRUE(transfers.finished);
+  EXPECT_EQ(staged.messages, 8u * 2 * 3);  // one chunk: each rank's ring of 4 hosts, 2(4-1) sends
+  EXPECT_EQ(transfers.messages, staged.messages + 8u * 2);  // plus a send to the host's other owner and one back
 }
 
 TEST(CollectiveReplay, ASingleRankFinishesAtOnce) {

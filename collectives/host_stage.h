@@ -1,0 +1,67 @@
+// The node engine as a stage of a schedule. A hierarchical schedule's host-local collectives (Step::kHost*) go
+// to the engine of this rank's host, which moves each byte once between the host's processes (cross-memory
+// attach) instead of through a transport's staging buffers. An engine call blocks until every rank of the host
+// has taken part, so the stage runs calls on a thread of its own, one at a time in the order started, while the
+// executor keeps the network transfers moving: one chunk's host stage overlaps another chunk's network stage.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "collectives/node/node_engine.h"
+#include "common/status.h"
+
+namespace megascale {
+
+class HostStage {
+ public:
+  /// `engine` serves the host's ranks `host_ranks` (the communicator's ranks, in local order).
+  HostStage(std::unique_ptr<node::NodeEngine> engine, std::vector<int> host_ranks, int local);
+  ~HostStage();
+  HostStage(const HostStage&) = delete;
+  HostStage& operator=(const HostStage&) = delete;
+
+  int local() const { return local_; }
+  int size() const { return static_cast<int>(host_ranks_.size()); }
+  /// "ranks 4, 5, 6, 7", for messages.
+  std::string describeHost() const;
+
+  /// Queues a call and returns its ticket. Its buffers must stay valid until done(ticket) or stopAndWait().
+  /// call.aborted is replaced by the stage's own flag.
+  uint64_t start(node::NodeCall call);
+  /// Whether call `ticket` has finished. A failed call stops the stage: *status holds the failure, and every
+  /// later call fails with it.
+  bool done(uint64_t ticket, Status* status) const;
+  /// After the schedule failed (or an abort): fails the running call promptly, drops the queued ones, waits
+  /// until the thread holds no buffer, and tells the host's other ranks that this one broke.
+  void stopAndWait();
+  /// From any thread (abort): the running call fails promptly, later ones are not run.
+  void cancel();
+
+ private:
+  void loop(std::stop_token stop);
+
+  std::unique_ptr<node::NodeEngine> engine_;
+  const std::vector<int> host_ranks_;
+  const int local_;
+  std::atomic<bool> cancelled_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable_any work_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<node::NodeCall> queue_;
+  bool running_ = false;
+  bool marked_failed_ = false;
+  uint64_t started_ = 0;
+  std::atomic<uint64_t> finished_{0};
+  std::atomic<bool> failed_{false};
+  Status failure_;  // guarded by mutex_; set before failed_
+  std::jthread thread_;
+};
+
+}  // namespace megascale
