@@ -3,7 +3,6 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -18,9 +17,8 @@ namespace megascale {
 namespace {
 
 constexpr int kSocketWaitCapMs = 10;
-// How far ahead of the oldest unfinished phase steps may start, and how many steps the window may hold (the
-// dependency check of an entering step looks at every unfinished step in it).
-constexpr size_t kWindowPhases = 16;
+// How many steps the window (kDataFlowWindowPhases) may hold: the dependency check of an entering step looks at
+// every unfinished step in it.
 constexpr size_t kWindowSteps = 2048;
 
 // A step of the schedule that has entered the window: where it is in program order and how far it has got.
@@ -65,23 +63,6 @@ bool sleepOnSockets(const std::vector<Node>& nodes, size_t first, std::vector<po
   if (fds.empty()) return false;
   (void)::poll(fds.data(), fds.size(), cap_ms);  // EINTR or a timeout: the loop tests again either way
   return true;
-}
-
-// The bytes a step reads (up to two slices) and writes (at most one).
-struct Access {
-  std::array<Slice, 2> reads{};
-  Slice write{};
-};
-Access accessOf(const Step& s) {
-  switch (s.kind) {
-    case Step::kSend: return Access{{s.a, Slice{}}, Slice{}};
-    case Step::kRecv: return Access{{Slice{}, Slice{}}, s.dst};
-    case Step::kCopy: return Access{{s.a, Slice{}}, s.dst};
-    case Step::kReduce: return Access{{s.a, s.b}, s.dst};
-    case Step::kHostReduceScatter:
-    case Step::kHostAllGather: return Access{{s.a, Slice{}}, s.dst};
-  }
-  return Access{};
 }
 
 }  // namespace
@@ -132,13 +113,13 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
   const auto overlap = [&](const Slice& x, const Slice& y) {
     return x.count > 0 && y.count > 0 && at(x) < at(y) + y.count * es && at(y) < at(x) + x.count * es;
   };
-  const auto conflict = [&](const Access& earlier, const Access& later) {
+  const auto conflict = [&](const StepAccess& earlier, const StepAccess& later) {
     for (const Slice& r : later.reads) if (overlap(earlier.write, r)) return true;
     for (const Slice& r : earlier.reads) if (overlap(r, later.write)) return true;
     return overlap(earlier.write, later.write);
   };
   std::vector<Node> nodes;
-  std::vector<Access> accesses;  // per node
+  std::vector<StepAccess> accesses;  // per node
   std::vector<size_t> deps;      // flat: node i waits for deps[deps_begin, deps_end)
   std::vector<size_t> phase_first(schedule.phases.size() + 1, 0);  // first node of each admitted phase
   size_t admitted = 0;  // phases in the window so far
@@ -238,7 +219,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
       if (!s.isOk()) return fail(s.code(), s.message());
     }
     // Phases ahead join while the window has room; one whose comms are not connected yet waits to be the oldest.
-    while (admitted < schedule.phases.size() && admitted < oldest + kWindowPhases && unconnected_from != oldest &&
+    while (admitted < schedule.phases.size() && admitted < oldest + kDataFlowWindowPhases && unconnected_from != oldest &&
            nodes.size() - phase_first[oldest] < kWindowSteps) {
       if (!admit(admitted, false, deadline).isOk()) unconnected_from = oldest;
     }

@@ -124,6 +124,18 @@ Schedule buildSchedule(const ScheduleSpec& spec) {
   return build(spec);
 }
 
+StepAccess accessOf(const Step& s) {
+  switch (s.kind) {
+    case Step::kSend: return StepAccess{{s.a, Slice{}}, Slice{}};
+    case Step::kRecv: return StepAccess{{Slice{}, Slice{}}, s.dst};
+    case Step::kCopy: return StepAccess{{s.a, Slice{}}, s.dst};
+    case Step::kReduce: return StepAccess{{s.a, s.b}, s.dst};
+    case Step::kHostReduceScatter:
+    case Step::kHostAllGather: return StepAccess{{s.a, Slice{}}, s.dst};
+  }
+  return StepAccess{};
+}
+
 std::string describeSchedule(const Schedule& s) {
   static const char* buffers[] = {"in", "out", "scratch"};
   auto slice = [&](const Slice& x) {

@@ -100,6 +100,17 @@ Algorithm chooseAlgorithm(const ScheduleSpec& spec, size_t dtype_size);
 size_t inputCount(const ScheduleSpec& spec);
 size_t outputCount(const ScheduleSpec& spec);
 
+/// The bytes a step reads (up to two slices) and writes (at most one); count 0 where none.
+struct StepAccess {
+  Slice reads[2];
+  Slice write;
+};
+StepAccess accessOf(const Step& step);
+
+/// Steps run as data flow within a window of phases: a step may start while the oldest unfinished phase is at
+/// most this many phases behind its own (the executor, and the network simulator's replay of it).
+inline constexpr size_t kDataFlowWindowPhases = 16;
+
 /// Builds one rank's schedule. spec.algorithm must not be kAuto (call chooseAlgorithm first).
 /// Throws Error(kInvalidArgument) for an algorithm that does not implement the collective.
 Schedule buildSchedule(const ScheduleSpec& spec);

@@ -6,6 +6,96 @@
 
 namespace megascale::congestion::sim {
 
+namespace {
+
+// A slice in the terms of the buffer it really lies in: NCCL's in-place layouts put the input inside the output
+// (all-gather) or the output inside the input (reduce-scatter), or make them one buffer.
+Slice placed(const ScheduleSpec& spec, Slice x) {
+  if (!spec.in_place) return x;
+  const size_t shift = spec.count * static_cast<size_t>(spec.rank);
+  switch (spec.collective) {
+    case Collective::kAllGather:
+      if (x.buffer == kInput) x = Slice{kOutput, x.offset + shift, x.count};
+      break;
+    case Collective::kReduceScatter:
+      if (x.buffer == kOutput) x = Slice{kInput, x.offset + shift, x.count};
+      break;
+    default:
+      if (x.buffer == kInput) x.buffer = kOutput;
+  }
+  return x;
+}
+
+bool overlap(const Slice& x, const Slice& y) {
+  return x.count > 0 && y.count > 0 && x.buffer == y.buffer && x.offset < y.offset + y.count && y.offset < x.offset + x.count;
+}
+
+bool conflict(const StepAccess& earlier, const StepAccess& later) {
+  for (const Slice& r : later.reads) if (overlap(earlier.write, r)) return true;
+  for (const Slice& r : earlier.reads) if (overlap(r, later.write)) return true;
+  return overlap(earlier.write, later.write);
+}
+
+}  // namespace
+
+// The executor's rules (collectives/executor.cc) on slices instead of addresses: a step depends on every earlier
+// step in the window whose bytes it overlaps, except that transfers of one phase never depend on each other.
+// Local and host steps take no time, so a transfer depends on the transfers behind them.
+CollectiveReplay::CompactSchedule CollectiveReplay::compact(const ScheduleSpec& spec, size_t dtype_size) {
+  const Schedule full = buildSchedule(spec);
+  struct Recent {
+    StepAccess access;
+    size_t phase;
+    std::vector<uint32_t> ops;  // the transfers this step's completion stands for
+  };
+  CompactSchedule c;
+  std::deque<Recent> recent;
+  std::unordered_map<int64_t, uint32_t> ordinals;  // (peer, send) -> transfers so far
+  std::vector<uint32_t> needs;
+  const auto collect = [&](const StepAccess& access, size_t until) {
+    needs.clear();
+    for (size_t j = 0; j < until; ++j) {
+      if (conflict(recent[j].access, access)) needs.insert(needs.end(), recent[j].ops.begin(), recent[j].ops.end());
+    }
+    std::sort(needs.begin(), needs.end());
+    needs.erase(std::unique(needs.begin(), needs.end()), needs.end());
+  };
+  const auto placedAccess = [&](const Step& step) {
+    StepAccess a = accessOf(step);
+    for (Slice& r : a.reads) r = placed(spec, r);
+    a.write = placed(spec, a.write);
+    return a;
+  };
+  for (size_t p = 0; p < full.phases.size(); ++p) {
+    // Steps of phases kDataFlowWindowPhases back are done before any step of this phase may start.
+    while (!recent.empty() && recent.front().phase + kDataFlowWindowPhases <= p) recent.pop_front();
+    const size_t before_phase = recent.size();
+    c.phase_begin.push_back(static_cast<uint32_t>(c.ops.size()));
+    const Phase& phase = full.phases[p];
+    for (const auto* steps : {&phase.comm, &phase.local}) {
+      for (const Step& step : *steps) {
+        const StepAccess access = placedAccess(step);
+        const bool transfer = step.kind == Step::kSend || step.kind == Step::kRecv;
+        collect(access, transfer ? before_phase : recent.size());
+        if (!transfer) {  // local or host step: instantaneous, it passes its dependencies on
+          recent.push_back(Recent{access, p, needs});
+          continue;
+        }
+        const bool send = step.kind == Step::kSend;
+        const int64_t key = static_cast<int64_t>(step.peer) * 2 + (send ? 1 : 0);
+        Op op{step.peer, send, ordinals[key]++, send ? static_cast<uint64_t>(step.a.count) * dtype_size : 0,
+              static_cast<uint32_t>(c.deps.size()), 0};
+        c.deps.insert(c.deps.end(), needs.begin(), needs.end());
+        op.deps_end = static_cast<uint32_t>(c.deps.size());
+        recent.push_back(Recent{access, p, {static_cast<uint32_t>(c.ops.size())}});
+        c.ops.push_back(op);
+      }
+    }
+  }
+  c.phase_begin.push_back(static_cast<uint32_t>(c.ops.size()));
+  return c;
+}
+
 CollectiveReplay::CollectiveReplay(Network& net, const std::vector<std::vector<int>>& groups, const ScheduleSpec& spec,
                                    size_t dtype_size, ControlFactory control)
     : net_(net), spec_(spec), dtype_size_(dtype_size), control_(std::move(control)) {
@@ -13,31 +103,21 @@ CollectiveReplay::CollectiveReplay(Network& net, const std::vector<std::vector<i
   spec_.nranks = static_cast<int>(groups.front().size());
   for (const std::vector<int>& group : groups) {
     const int n = static_cast<int>(group.size());
-    std::vector<CompactSchedule>& compact = schedules_[n];
-    if (compact.empty()) {
-      compact.resize(static_cast<size_t>(n));
+    std::vector<CompactSchedule>& schedules = schedules_[n];
+    if (schedules.empty()) {
       for (int r = 0; r < n; ++r) {
         ScheduleSpec mine = spec;
         mine.nranks = n;
         mine.rank = r;
-        const Schedule full = buildSchedule(mine);
-        CompactSchedule& c = compact[static_cast<size_t>(r)];
-        for (const Phase& phase : full.phases) {
-          c.phase_begin.push_back(static_cast<uint32_t>(c.ops.size()));
-          for (const Step& step : phase.comm) {
-            if (step.isHost()) continue;  // inside the server (NVLink, shared memory): off the simulated network
-            const bool send = step.kind == Step::kSend;
-            c.ops.push_back(Op{step.peer, send, send ? static_cast<uint64_t>(step.a.count) * dtype_size : 0});
-          }
-        }
-        c.phase_begin.push_back(static_cast<uint32_t>(c.ops.size()));
+        schedules.push_back(compact(mine, dtype_size));
       }
     }
     const int base = static_cast<int>(ranks_.size());
     for (int r = 0; r < n; ++r) {
       RankState s;
-      s.schedule = &compact[static_cast<size_t>(r)];
+      s.schedule = &schedules[static_cast<size_t>(r)];
       s.group_base = base;
+      s.ops.assign(s.schedule->ops.size(), kWaiting);
       ranks_.push_back(std::move(s));
       hosts_.push_back(group[static_cast<size_t>(r)]);
     }
@@ -55,66 +135,76 @@ uint32_t CollectiveReplay::connection(int from, int to) {
   return id;
 }
 
-bool CollectiveReplay::phaseComplete(int rank) const {
-  const RankState& s = ranks_[static_cast<size_t>(rank)];
-  if (s.sends_in_flight > 0) return false;
-  for (const auto& [peer, count] : s.awaited) {
-    if (delivered_.get(peer, rank) < count) return false;
-  }
-  return true;
-}
-
-void CollectiveReplay::enterPhase(int rank) {
+void CollectiveReplay::progress(int rank) {
   RankState& s = ranks_[static_cast<size_t>(rank)];
-  s.awaited.clear();
-  s.sends_in_flight = 0;
-  if (s.phase >= s.schedule->phases()) {
+  if (s.done != kNever) return;
+  const CompactSchedule& c = *s.schedule;
+  const auto ready = [&](const Op& op) {
+    for (uint32_t d = op.deps_begin; d < op.deps_end; ++d) {
+      if (s.ops[c.deps[d]] != kDone) return false;
+    }
+    return true;
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    const size_t window_end = std::min(c.phases(), s.oldest + kDataFlowWindowPhases);
+    for (uint32_t i = c.phase_begin[s.oldest]; i < c.phase_begin[window_end]; ++i) {
+      if (s.ops[i] != kWaiting) continue;
+      const Op& op = c.ops[i];
+      const int peer = s.group_base + op.peer;
+      if (op.send) {
+        if (sent_.get(rank, peer) != op.ordinal || !ready(op)) continue;  // connections keep program order
+        sent_.increment(rank, peer);
+        moved = true;
+        if (op.bytes == 0) {  // an empty message arrives at once
+          s.ops[i] = kDone;
+          delivered_.increment(rank, peer);
+          wake(peer);
+          continue;
+        }
+        s.ops[i] = kInFlight;
+        in_flight_[static_cast<uint64_t>(rank) << 32 | static_cast<uint32_t>(peer)].push_back(i);
+        ++messages_;
+        net_.send(connection(rank, peer), op.bytes);
+      } else if (delivered_.get(peer, rank) > op.ordinal && ready(op)) {
+        s.ops[i] = kDone;
+        moved = true;
+      }
+    }
+    while (s.oldest < c.phases()) {
+      bool finished = true;
+      for (uint32_t i = c.phase_begin[s.oldest]; i < c.phase_begin[s.oldest + 1] && finished; ++i) finished = s.ops[i] == kDone;
+      if (!finished) break;
+      ++s.oldest;
+      moved = true;
+    }
+  }
+  if (s.oldest >= c.phases()) {
     s.done = net_.events().now();
     --unfinished_;
-    return;
   }
-  const auto begin = s.schedule->ops.begin() + s.schedule->phase_begin[s.phase];
-  const auto end = s.schedule->ops.begin() + s.schedule->phase_begin[s.phase + 1];
-  // The j-th receive from a peer is that peer's j-th send to this rank.
-  for (auto op = begin; op != end; ++op) {
-    if (op->send) continue;
-    const int peer = s.group_base + op->peer;
-    posted_.increment(peer, rank);
-    auto it = std::find_if(s.awaited.begin(), s.awaited.end(), [&](const auto& e) { return e.first == peer; });
-    if (it == s.awaited.end()) s.awaited.push_back({peer, 0});
-  }
-  for (auto& [peer, count] : s.awaited) count = posted_.get(peer, rank);
-  std::vector<int> woken;
-  for (auto op = begin; op != end; ++op) {
-    if (!op->send) continue;
-    const int peer = s.group_base + op->peer;
-    if (op->bytes == 0) {  // an empty message arrives at once
-      delivered_.increment(rank, peer);
-      woken.push_back(peer);
-      continue;
-    }
-    ++s.sends_in_flight;
-    ++messages_;
-    net_.send(connection(rank, peer), op->bytes);
-  }
-  for (int peer : woken) advance(peer);
 }
 
-void CollectiveReplay::advance(int rank) {
-  RankState& s = ranks_[static_cast<size_t>(rank)];
-  while (s.done == kNever && phaseComplete(rank)) {
-    ++s.phase;
-    enterPhase(rank);
+void CollectiveReplay::drain() {
+  while (!woken_.empty()) {
+    const int rank = woken_.back();
+    woken_.pop_back();
+    progress(rank);
   }
 }
 
 void CollectiveReplay::messageDone(uint32_t id) {
   if (id >= flow_ranks_.size() || flow_ranks_[id].first < 0) return;  // not one of ours
   const auto [from, to] = flow_ranks_[id];
-  --ranks_[static_cast<size_t>(from)].sends_in_flight;
+  std::deque<uint32_t>& flying = in_flight_[static_cast<uint64_t>(from) << 32 | static_cast<uint32_t>(to)];
+  if (!flying.empty()) {  // messages of one connection complete in order
+    ranks_[static_cast<size_t>(from)].ops[flying.front()] = kDone;
+    flying.pop_front();
+  }
   delivered_.increment(from, to);
-  advance(from);
-  advance(to);
+  wake(from);
+  wake(to);
+  drain();
 }
 
 void collectiveBandwidth(const ScheduleSpec& spec, size_t dtype_size, double seconds, double* algbw_gbs,
@@ -140,8 +230,8 @@ CollectiveResult CollectiveReplay::run(Picoseconds end) {
   const Picoseconds start = net_.events().now();
   net_.on_message_done = [this](uint32_t id) { messageDone(id); };
   unfinished_ = static_cast<int>(ranks_.size());
-  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) enterPhase(r);
-  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) advance(r);
+  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) wake(r);
+  drain();
   net_.run(end);
   net_.on_message_done = nullptr;
   CollectiveResult result;

@@ -1,15 +1,18 @@
 // Collectives in the simulator, from the collective library's own schedules (collectives/schedule.h), so what
-// we simulate at scale is what we run: every rank walks its phases; a phase's sends become messages on the
-// connection (queue pair) from the rank to that peer, and the phase ends once its sends are acknowledged and the
-// messages it receives have arrived (the j-th receive from a peer is that peer's j-th send to this rank). Local
+// we simulate at scale is what we run: a rank's sends become messages on the connection (queue pair) from the
+// rank to that peer (the j-th receive from a peer is that peer's j-th send to this rank), and the rank runs its
+// schedule as the executor does, as data flow over a window of kDataFlowWindowPhases phases: a send starts once
+// the earlier steps whose bytes it reads are done (and the earlier sends on its connection have started), a
+// receive completes once its message has arrived and the earlier steps that touch its bytes are done. Local
 // reductions and copies take no simulated time, nor do host steps (the node engine's collectives inside a
-// server: NVLink or shared memory, off the network this simulates).
+// server: NVLink or shared memory, off the network this simulates); they pass dependencies on.
 //
 // Several groups can run the same collective at once on one network - the 8 rails of a hierarchical all-reduce,
 // each an all-reduce among the same GPU index of every server - each group with its own ranks.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -45,30 +48,36 @@ class CollectiveReplay {
   CollectiveResult run(Picoseconds end = kNever);
 
  private:
-  // What a rank does on the network, phase by phase: the schedule without its buffers (ranks of equal-sized
-  // groups share one; a ring over 1,536 ranks has 3,070 phases per rank).
+  // What a rank does on the network: the schedule without its buffers, each transfer with the earlier transfers
+  // whose data it needs (through local steps). Ranks of equal-sized groups share one; a ring over 1,536 ranks
+  // has 3,070 phases per rank.
   struct Op {
-    int32_t peer;    // rank within the group
+    int32_t peer;        // rank within the group
     bool send;
-    uint64_t bytes;  // sends
+    uint32_t ordinal;    // the j-th send to (receive from) this peer
+    uint64_t bytes;      // sends
+    uint32_t deps_begin, deps_end;  // into CompactSchedule::deps: ops that must be done first
   };
   struct CompactSchedule {
     std::vector<uint32_t> phase_begin;  // ops of phase p: [phase_begin[p], phase_begin[p + 1])
     std::vector<Op> ops;
+    std::vector<uint32_t> deps;
     size_t phases() const { return phase_begin.size() - 1; }
   };
+  static CompactSchedule compact(const ScheduleSpec& spec, size_t dtype_size);
+  enum OpState : uint8_t { kWaiting, kInFlight, kDone };
   struct RankState {
     const CompactSchedule* schedule = nullptr;
     int group_base = 0;  // global id of the group's rank 0
-    size_t phase = 0;
-    int sends_in_flight = 0;
-    std::vector<std::pair<int, uint32_t>> awaited;  // (peer, how many messages from it must have arrived)
+    size_t oldest = 0;   // oldest phase with an op not done
+    std::vector<OpState> ops;
     Picoseconds done = kNever;
   };
-  void enterPhase(int rank);
   void messageDone(uint32_t flow);
-  bool phaseComplete(int rank) const;
-  void advance(int rank);
+  /// Starts and completes what rank's ops allow; ranks it woke go on the work list.
+  void progress(int rank);
+  void wake(int rank) { woken_.push_back(rank); }
+  void drain();
   uint32_t connection(int from, int to);
 
   // Messages per (from, to) pair of global ranks. Sparse: a rank talks to few peers (two in a ring), and n x n
@@ -93,7 +102,9 @@ class CollectiveReplay {
   ControlFactory control_;
   std::unordered_map<int, std::vector<CompactSchedule>> schedules_;  // per group size, per rank
   std::vector<RankState> ranks_;
-  PairCounts delivered_, posted_;  // messages arrived / receives posted so far
+  PairCounts delivered_, sent_;  // messages arrived / sends started so far
+  std::unordered_map<uint64_t, std::deque<uint32_t>> in_flight_;  // (from, to) -> the sender's ops, oldest first
+  std::vector<int> woken_;
   std::unordered_map<uint64_t, uint32_t> connections_;  // (from, to) -> flow
   std::vector<std::pair<int, int>> flow_ranks_;         // per flow id: (from, to); (-1, -1) for others' flows
   int unfinished_ = 0;

@@ -85,7 +85,7 @@ void applyPreset(const std::string& name, Options* o) {
       "  --workload W                   permutation, incast, alltoall, websearch, fbhadoop, allreduce,\n"
       "                                 or file:PATH (lines \"src dst bytes start_us\")\n"
       "  --bytes B                      flow size, or the all-reduce's bytes per GPU (default 2000000)\n"
-      "  --algorithm A                  all-reduce across hosts: auto (the library's choice), ring, rhd, dbtree\n"
+      "  --algorithm A                  all-reduce across hosts: auto (the library's choice), ring, pring, rhd, dbtree\n"
       "  --nvlink-gbs G                 rail topology all-reduce: NVLink GB/s per GPU each way (default 300)\n"
       "  --unit-packets N               simulate N 4 KiB packets of a flow as one train (default 1): fewer\n"
       "                                 events, less accuracy (docs/congestion.md measures it)\n"

