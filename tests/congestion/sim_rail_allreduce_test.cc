@@ -95,13 +95,18 @@ TEST(RailAllReduce, TrainsOfSixteenPacketsMatchSinglePackets) {
 // One rail of 256 servers, 16 MB per GPU: the ring's 510 steps are latency-bound (8 us round trips for 2.5 us of
 // data each), the double tree's 2 x 9 hops are not; the library's choice (the cost model: no table row for 256
 // hosts) takes the tree.
-TEST(RailAllReduce, DoubleTreeBeatsTheRingAcrossManyServersAndAutoPicksIt) {
+// One rail of `servers` servers (64 per ToR set), `bytes` per GPU, Swift, 16-packet trains.
+RailAllReduceResult runOnOneRail(int servers, uint64_t bytes, Algorithm algorithm) {
   RailSpec rail;
-  rail.servers = 256;
+  rail.servers = servers;
   rail.rails = 1;
   rail.servers_per_group = 64;
   rail.aggregations_per_rail = 4;
-  const auto run_on_256 = [&](Algorithm algorithm) { return runOn(rail, 16'000'000, algorithm, 16, swift()); };
+  return runOn(rail, bytes, algorithm, 16, swift());
+}
+
+TEST(RailAllReduce, DoubleTreeBeatsTheRingAcrossManyServersAndAutoPicksIt) {
+  const auto run_on_256 = [](Algorithm algorithm) { return runOnOneRail(256, 16'000'000, algorithm); };
   const RailAllReduceResult ring = run_on_256(Algorithm::kRing), tree = run_on_256(Algorithm::kDoubleBinaryTree);
   const RailAllReduceResult chosen = run_on_256(Algorithm::kAuto);
   ASSERT_TRUE(ring.network.finished && tree.network.finished && chosen.network.finished);
@@ -115,12 +120,7 @@ TEST(RailAllReduce, DoubleTreeBeatsTheRingAcrossManyServersAndAutoPicksIt) {
 // pipelined ring's 4 sections are in flight at once and hide each other's round trips; the plain ring waits for
 // each step's data (1.17x here with Swift, 1.27x with DCQCN; 1.36x at 256 servers x 16 MB with DCQCN).
 TEST(RailAllReduce, PipelinedRingSectionsOverlapAcrossManyServers) {
-  RailSpec rail;
-  rail.servers = 64;
-  rail.rails = 1;
-  rail.servers_per_group = 64;
-  rail.aggregations_per_rail = 4;
-  const auto run_on_64 = [&](Algorithm algorithm) { return runOn(rail, 4'000'000, algorithm, 16, swift()); };
+  const auto run_on_64 = [](Algorithm algorithm) { return runOnOneRail(64, 4'000'000, algorithm); };
   const RailAllReduceResult ring = run_on_64(Algorithm::kRing), pipelined = run_on_64(Algorithm::kPipelinedRing);
   ASSERT_TRUE(ring.network.finished && pipelined.network.finished);
   std::printf("64 servers, 4 MB: ring %.1f us, pipelined ring %.1f us (%.2fx)\n", ring.network.time / 1e6,
