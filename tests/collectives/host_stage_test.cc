@@ -1,0 +1,145 @@
+// The node engine as a stage of schedules: the executor hands host steps to the HostStage, which runs them on
+// its own thread in program order. Two ranks of one host as threads, each with its engine and stage.
+#include "collectives/host_stage.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "collectives/executor.h"
+
+namespace megascale {
+namespace {
+
+using namespace std::chrono_literals;
+
+class HostStageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::array<std::unique_ptr<node::Region>, 2> regions;
+    for (int r = 0; r < 2; ++r) {
+      regions[r] = node::Region::create(r, 64 << 10);
+      identities_[r] = regions[r]->identity();
+      links_[r] = std::make_unique<PeerLinks>(std::vector<PeerLinks::Endpoint>{}, r,
+                                              [](int) -> transport::ListenerAddresses { throw Error(ErrorCode::kInternal, "no peers"); });
+    }
+    for (int r = 0; r < 2; ++r) {
+      node::NodeOptions options;
+      options.timeout = 300ms;
+      auto engine = std::make_unique<node::NodeEngine>(r, 2, options, std::move(regions[r]),
+                                                       [this](int q) { return identities_[q]; });
+      engine->nameRanks([](int q) { return "rank " + std::to_string(10 + q) + " on host test"; });
+      stages_[r] = std::make_unique<HostStage>(std::move(engine), std::vector<int>{10, 11}, r);
+    }
+  }
+
+  Status execute(int rank, const Schedule& schedule, std::vector<void*> buffers, mscRedOp_t op = mscSum) {
+    ExecutionContext ctx;
+    ctx.rank = 10 + rank;
+    ctx.operation = "host schedule";
+    ctx.tag = 7;
+    ctx.timeout = 300ms;
+    ctx.nranks_for_average = 2;
+    ctx.host = stages_[rank].get();
+    return executeSchedule(schedule, std::move(buffers), mscInt32, op, *links_[rank], ctx);
+  }
+
+  std::array<node::RegionIdentity, 2> identities_;
+  std::array<std::unique_ptr<PeerLinks>, 2> links_;
+  std::array<std::unique_ptr<HostStage>, 2> stages_;
+};
+
+// An all-reduce of 2n elements as the hierarchical schedule builds it on one host: the engine reduce-scatters
+// into this rank's part, a local step doubles it (it must wait for the reduce-scatter and the all-gather for
+// it), and the engine all-gathers the parts. Two chunks, so host steps of different phases queue on the stage.
+Schedule hostAllReduce(int rank, size_t n) {
+  Schedule s;
+  for (size_t chunk = 0; chunk < 2; ++chunk) {
+    const size_t begin = chunk * 2 * n;
+    const Slice part{kOutput, begin + static_cast<size_t>(rank) * n, n};
+    s.phases.push_back(Phase{{Step{Step::kHostReduceScatter, -1, Slice{kInput, begin, 2 * n}, {}, part}}, {}});
+    s.phases.push_back(Phase{{}, {Step{Step::kReduce, -1, part, part, part}}});
+    s.phases.push_back(Phase{{Step{Step::kHostAllGather, -1, part, {}, Slice{kOutput, begin, 2 * n}}}, {}});
+  }
+  s.result = Slice{kOutput, 0, 4 * n};
+  return s;
+}
+
+TEST_F(HostStageTest, HostStepsAndLocalStepsComposeIntoAnExactAllReduce) {
+  for (size_t n : {size_t{1}, size_t{1000}, size_t{40000}}) {
+    for (bool in_place : {false, true}) {
+      std::array<std::vector<int32_t>, 2> in, out;
+      std::array<Status, 2> status;
+      std::vector<std::thread> threads;
+      for (int r = 0; r < 2; ++r) {
+        in[r].assign(4 * n, 0);
+        for (size_t i = 0; i < 4 * n; ++i) in[r][i] = static_cast<int32_t>(i % 1000) + 7 * r;
+        out[r] = in_place ? in[r] : std::vector<int32_t>(4 * n, -1);
+        threads.emplace_back([&, r] {
+          void* input = in_place ? static_cast<void*>(out[r].data()) : static_cast<void*>(in[r].data());
+          status[r] = execute(r, hostAllReduce(r, n), {input, out[r].data()});
+        });
+      }
+      for (auto& t : threads) t.join();
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_TRUE(status[r].isOk()) << status[r].message();
+        for (size_t i = 0; i < 4 * n; ++i) {
+          ASSERT_EQ(out[r][i], 2 * (2 * static_cast<int32_t>(i % 1000) + 7)) << "rank " << r << " element " << i << " n " << n;
+        }
+      }
+    }
+  }
+}
+
+// The schedule divides an average once at the end, so the host's reduction is a sum.
+TEST_F(HostStageTest, AnAverageIsDividedOnceOverTheWholeSchedule) {
+  std::array<std::vector<int32_t>, 2> in{std::vector<int32_t>(8, 4), std::vector<int32_t>(8, 8)}, out;
+  std::array<Status, 2> status;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    out[r].assign(8, -1);
+    threads.emplace_back([&, r] { status[r] = execute(r, hostAllReduce(r, 2), {in[r].data(), out[r].data()}, mscAvg); });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(status[r].isOk()) << status[r].message();
+    EXPECT_EQ(out[r], std::vector<int32_t>(8, 12)) << "rank " << r;  // (4 + 8) doubled, over 2 ranks
+  }
+}
+
+// A rank of the host that never joins: the error comes within the timeout and names the rank it waited for,
+// in the communicator's numbering, and its host; the stage has let go of the buffers when execute returns.
+TEST_F(HostStageTest, AHostRankThatNeverJoinsFailsNamingIt) {
+  std::vector<int32_t> in(8, 1), out(8, 0);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = execute(0, hostAllReduce(0, 2), {in.data(), out.data()});
+  ASSERT_FALSE(s.isOk());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.message();
+  EXPECT_NE(s.message().find("rank 10"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("rank 11 on host test"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("shared-memory stage among the host's ranks 10, 11"), std::string::npos) << s.message();
+  // The stage stays failed: a later schedule fails at once with the same error.
+  s = execute(0, hostAllReduce(0, 2), {in.data(), out.data()});
+  EXPECT_FALSE(s.isOk());
+}
+
+TEST_F(HostStageTest, HostStepsWithoutAStageOrWithWrongSizesAreRefused) {
+  std::vector<int32_t> in(8, 1), out(8, 0);
+  ExecutionContext ctx;
+  ctx.operation = "host schedule";
+  Status s = executeSchedule(hostAllReduce(0, 2), {in.data(), out.data()}, mscInt32, mscSum, *links_[0], ctx);
+  EXPECT_EQ(s.code(), ErrorCode::kInternal);
+  EXPECT_NE(s.message().find("no node engine serves this rank's host"), std::string::npos) << s.message();
+  Schedule wrong;  // a reduce-scatter of 3 elements over 2 ranks into 2
+  wrong.phases.push_back(Phase{{Step{Step::kHostReduceScatter, -1, Slice{kInput, 0, 3}, {}, Slice{kOutput, 0, 2}}}, {}});
+  s = execute(0, wrong, {in.data(), out.data()});
+  EXPECT_EQ(s.code(), ErrorCode::kInternal);
+  EXPECT_NE(s.message().find("do not fit the host's 2 ranks"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace megascale
