@@ -148,12 +148,14 @@ void CollectiveReplay::progress(int rank) {
   for (bool moved = true; moved;) {
     moved = false;
     const size_t window_end = std::min(c.phases(), s.oldest + kDataFlowWindowPhases);
-    for (uint32_t i = c.phase_begin[s.oldest]; i < c.phase_begin[window_end]; ++i) {
+    while (s.first_open < s.ops.size() && s.ops[s.first_open] == kDone) ++s.first_open;
+    for (uint32_t i = s.first_open; i < c.phase_begin[window_end]; ++i) {
       if (s.ops[i] != kWaiting) continue;
       const Op& op = c.ops[i];
+      if (!ready(op)) continue;  // before the pair counters: most ops in the window wait for data
       const int peer = s.group_base + op.peer;
       if (op.send) {
-        if (sent_.get(rank, peer) != op.ordinal || !ready(op)) continue;  // connections keep program order
+        if (sent_.get(rank, peer) != op.ordinal) continue;  // connections keep program order
         sent_.increment(rank, peer);
         moved = true;
         if (op.bytes == 0) {  // an empty message arrives at once
@@ -166,7 +168,7 @@ void CollectiveReplay::progress(int rank) {
         in_flight_[static_cast<uint64_t>(rank) << 32 | static_cast<uint32_t>(peer)].push_back(i);
         ++messages_;
         net_.send(connection(rank, peer), op.bytes);
-      } else if (delivered_.get(peer, rank) > op.ordinal && ready(op)) {
+      } else if (delivered_.get(peer, rank) > op.ordinal) {
         s.ops[i] = kDone;
         moved = true;
       }

@@ -70,6 +70,7 @@ class CollectiveReplay {
     const CompactSchedule* schedule = nullptr;
     int group_base = 0;  // global id of the group's rank 0
     size_t oldest = 0;   // oldest phase with an op not done
+    uint32_t first_open = 0;  // every op before it is done
     std::vector<OpState> ops;
     Picoseconds done = kNever;
   };
