@@ -5,6 +5,9 @@
 #include <atomic>
 #include <filesystem>
 #include <mutex>
+#include <string>
+
+#include <unistd.h>
 
 #include "trainer/rank_threads.h"
 
@@ -13,10 +16,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// This process's data segments (the name carries the loader's pid): ctest runs other tests' processes beside
+// this one, and their segments are not ours to count.
 int shmEntries() {
+  const std::string ours = "megascale-data-" + std::to_string(getpid()) + "-";
   int n = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    n += entry.path().filename().string().rfind("megascale-data-", 0) == 0;
+    n += entry.path().filename().string().rfind(ours, 0) == 0;
   }
   return n;
 }
