@@ -24,6 +24,11 @@ namespace megascale {
 
 namespace {
 
+// Whether a rank's transports include shared memory: only then does it make a region for the node engine.
+bool includesShm(const std::vector<std::string>& transport_names) {
+  return std::find(transport_names.begin(), transport_names.end(), "shm") != transport_names.end();
+}
+
 // The network link the cost model assumes: the user's figures, else the slowest selected NIC's speed.
 LinkCost networkLinkCost() {
   LinkCost link;
@@ -177,8 +182,7 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   // ranks, as a stage of hierarchical schedules once the layout is known (setUpHostStage).
   std::unique_ptr<node::NodeEngine> node;
   std::unique_ptr<node::Region> region;
-  const bool has_shm = std::find(names.begin(), names.end(), "shm") != names.end();
-  if (has_shm && options.node_engine && nranks > 1) {
+  if (includesShm(names) && options.node_engine && nranks > 1) {
     region = node::Region::create(rank, options.node.slot_bytes);
     store->set("world/node/" + std::to_string(rank), region->identity().toString());
   }
@@ -591,8 +595,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   auto endpoints = listenOn(transport_names_, topts);
   const std::string my_addresses = listenerAddresses(endpoints);
   std::unique_ptr<node::Region> region;
-  const bool has_shm = std::find(transport_names_.begin(), transport_names_.end(), "shm") != transport_names_.end();
-  if (has_shm && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
+  if (includesShm(transport_names_) && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
   Entry mine{color, key, static_cast<uint32_t>(my_addresses.size()), {}, {}, hostKey(),
              LinkReport::of(options_.link_costs.network)};
   std::memcpy(mine.addresses, my_addresses.data(), my_addresses.size());

@@ -114,9 +114,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
     return x.count > 0 && y.count > 0 && at(x) < at(y) + y.count * es && at(y) < at(x) + x.count * es;
   };
   const auto conflict = [&](const StepAccess& earlier, const StepAccess& later) {
-    for (const Slice& r : later.reads) if (overlap(earlier.write, r)) return true;
-    for (const Slice& r : earlier.reads) if (overlap(r, later.write)) return true;
-    return overlap(earlier.write, later.write);
+    return stepsConflict(earlier, later, overlap);
   };
   std::vector<Node> nodes;
   std::vector<StepAccess> accesses;  // per node

@@ -107,6 +107,16 @@ struct StepAccess {
 };
 StepAccess accessOf(const Step& step);
 
+/// Whether a later step must wait for an earlier one: read after write, write after read, write after write.
+/// `overlap(x, y)` says whether two slices share bytes (the executor compares real addresses, so in-place
+/// buffers count; the replay compares buffer and offset).
+template <typename Overlap>
+bool stepsConflict(const StepAccess& earlier, const StepAccess& later, const Overlap& overlap) {
+  for (const Slice& r : later.reads) if (overlap(earlier.write, r)) return true;
+  for (const Slice& r : earlier.reads) if (overlap(r, later.write)) return true;
+  return overlap(earlier.write, later.write);
+}
+
 /// Steps run as data flow within a window of phases: a step may start while the oldest unfinished phase is at
 /// most this many phases behind its own (the executor, and the network simulator's replay of it).
 inline constexpr size_t kDataFlowWindowPhases = 16;

@@ -30,11 +30,7 @@ bool overlap(const Slice& x, const Slice& y) {
   return x.count > 0 && y.count > 0 && x.buffer == y.buffer && x.offset < y.offset + y.count && y.offset < x.offset + x.count;
 }
 
-bool conflict(const StepAccess& earlier, const StepAccess& later) {
-  for (const Slice& r : later.reads) if (overlap(earlier.write, r)) return true;
-  for (const Slice& r : earlier.reads) if (overlap(r, later.write)) return true;
-  return overlap(earlier.write, later.write);
-}
+bool conflict(const StepAccess& earlier, const StepAccess& later) { return stepsConflict(earlier, later, overlap); }
 
 }  // namespace
 

@@ -57,7 +57,7 @@ ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig
   zero.timeout = parallel.timeout;
   zero_ = std::make_unique<ZeroOptimizer>(zero, views, groups_);
   pipeline_ = std::make_unique<PipelineRuntime>(shape, groups_, views, micro_batch_, parallel.overlap_pp,
-                                                parallel.timeout);
+                                                parallel.timeout, parallel.pp_bf16_communication);
   tensor_parallel_->setTimeline(&timeline_);
   zero_->setTimeline(&timeline_);
   pipeline_->setTimeline(&timeline_);

@@ -26,6 +26,7 @@ struct ParallelConfig {
   int tp_chunks = 4;                    // pieces each TP all-gather / reduce-scatter is cut into (overlap on)
   int64_t bucket_elements = 1 << 20;    // DP gradient bucket
   bool dp_bf16_communication = false;   // ZeroOptions::bf16_communication
+  bool pp_bf16_communication = false;   // activations and their gradients cross the pipeline links in bf16
   int pp_traffic_class = -1;            // the pipeline links' TOS byte (priority queues); -1: the world's
   std::chrono::milliseconds timeout{300000};
 };

@@ -11,9 +11,9 @@ using Clock = std::chrono::steady_clock;
 
 PipelineRuntime::PipelineRuntime(const PipelineShape& shape, const ProcessGroups& groups,
                                  std::vector<Gpt<float>*> chunks, int64_t micro_batch, bool overlap,
-                                 std::chrono::milliseconds timeout)
+                                 std::chrono::milliseconds timeout, bool bf16_wire)
     : shape_(shape), groups_(groups), chunks_(std::move(chunks)), micro_batch_(micro_batch), overlap_(overlap),
-      timeout_(timeout) {
+      timeout_(timeout), bf16_wire_(bf16_wire) {
   if (static_cast<int>(chunks_.size()) != shape.virtual_stages) {
     throw std::invalid_argument("the pipeline runtime needs one model chunk per virtual stage");
   }
@@ -33,11 +33,19 @@ std::vector<float>& PipelineRuntime::buffer(std::map<Key, std::vector<float>>& p
   return b;
 }
 
-PipelineRuntime::Transfer PipelineRuntime::transfer(const PipelineLink& link, bool gradients, bool send, float* data,
-                                                     int64_t elements) {
+void* PipelineRuntime::wire(std::map<Key, std::vector<float>>& pool, const PipeAction& a) {
+  std::vector<float>& values = buffer(pool, a);
+  if (!bf16_wire_) return values.data();
+  auto& copy = wire_[&pool][Key{a.micro_batch, a.chunk}];
+  copy.resize(values.size());
+  return copy.data();
+}
+
+PipelineRuntime::Transfer PipelineRuntime::transfer(const PipelineLink& link, bool gradients, bool send, void* data,
+                                                     int64_t elements, mscDataType_t type) {
   Communicator& comm = gradients ? *link.gradients : *link.activations;
   const auto issued = Clock::now();
-  return Transfer{comm.pointToPoint({{send, data, static_cast<size_t>(elements), mscFloat32, link.peer}}), issued};
+  return Transfer{comm.pointToPoint({{send, data, static_cast<size_t>(elements), type, link.peer}}), issued};
 }
 
 void PipelineRuntime::wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer, bool data) {
@@ -47,8 +55,7 @@ void PipelineRuntime::wait(const Transfer& transfer, const char* what, const Pip
   if (timeline_ != nullptr && data) {
     timeline_->waitSpan(Wait::kPipeline, t0, Clock::now());
     const std::string name = std::string(what) + " " + std::to_string(a.micro_batch) + "." + std::to_string(a.chunk);
-    timeline_->communicationSpan(Wait::kPipeline, name, transfer.issued, transfer.work->finishedAt(),
-                                 message_elements_ * static_cast<int64_t>(sizeof(float)));
+    timeline_->communicationSpan(Wait::kPipeline, name, transfer.issued, transfer.work->finishedAt(), messageBytes());
   }
   if (!status.isOk()) throw transferError(status.code(), what, a, peer, status.message());
 }
@@ -81,7 +88,7 @@ void PipelineRuntime::post(PipeOp op, const PipeAction& a) {
   const bool gradient = op == PipeOp::kRecvGradient;
   auto& pool = gradient ? gradients_in_ : activations_in_;
   receives_[{static_cast<int>(op), a.micro_batch, a.chunk}] =
-      transfer(inputLink(gradient), gradient, false, buffer(pool, a).data(), message_elements_);
+      transfer(inputLink(gradient), gradient, false, wire(pool, a), message_elements_, wireType());
 }
 
 void PipelineRuntime::takeArrivedInputs(size_t position, std::optional<PipeOp> awaiting) {
@@ -185,12 +192,19 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
       if (!t->acknowledged) acknowledge(link, gradient);
       waitDelivered(position);
     }
-    return buffer(gradient ? gradients_in_ : activations_in_, a).data();
+    auto& pool = gradient ? gradients_in_ : activations_in_;
+    std::vector<float>& values = buffer(pool, a);
+    if (bf16_wire_) {
+      const bf16* arrived = static_cast<const bf16*>(wire(pool, a));
+      for (size_t i = 0; i < values.size(); ++i) values[i] = fromBf16(arrived[i]);
+    }
+    return values.data();
   };
   const auto send = [&](bool gradient, const PipeAction& a) {
-    sends_.emplace_back(transfer(outputLink(gradient), gradient, true, buffer(gradient ? gradients_out_ : activations_out_, a).data(),
-                                 message_elements_),
-                        a);
+    auto& pool = gradient ? gradients_out_ : activations_out_;
+    void* bytes = wire(pool, a);
+    if (bf16_wire_) convertToBf16(static_cast<bf16*>(bytes), buffer(pool, a).data(), message_elements_);
+    sends_.emplace_back(transfer(outputLink(gradient), gradient, true, bytes, message_elements_, wireType()), a);
   };
 
   for (size_t position = 0; position < schedule_.size(); ++position) {

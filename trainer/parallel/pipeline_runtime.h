@@ -7,6 +7,8 @@
 // acknowledgement makes "waited for" mean delivered, not just handed to the kernel's socket buffer. While a
 // rank waits for its sends it also takes (and acknowledges) the next inputs its schedule wants, as Megatron's
 // paired send/receive does: in interleaved 1F1B two neighbours block on each other's sends at once.
+// With a bf16 wire (bf16 training, as Megatron-LM's pipeline moves its bf16 hidden states) each message is
+// rounded to bf16 before it is sent and widened on arrival: half the bytes.
 #pragma once
 
 #include <chrono>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "trainer/kernels/bf16.h"
 #include "trainer/model/gpt.h"
 #include "trainer/monitor/timeline.h"
 #include "trainer/parallel/pipeline_schedule.h"
@@ -36,7 +39,7 @@ class PipelineRuntime {
  public:
   /// chunks: this rank's model chunks, chunk c = virtual stage c x P + pipeline rank.
   PipelineRuntime(const PipelineShape& shape, const ProcessGroups& groups, std::vector<Gpt<float>*> chunks,
-                  int64_t micro_batch, bool overlap, std::chrono::milliseconds timeout);
+                  int64_t micro_batch, bool overlap, std::chrono::milliseconds timeout, bool bf16_wire = false);
   ~PipelineRuntime();
 
   /// One step: every micro-batch through every chunk. micro_batch(m) gives micro-batch m's tokens (read by
@@ -58,7 +61,12 @@ class PipelineRuntime {
   };
 
   std::vector<float>& buffer(std::map<Key, std::vector<float>>& pool, const PipeAction& a);
-  Transfer transfer(const PipelineLink& link, bool gradients, bool send, float* data, int64_t elements);
+  /// A message's bytes on the wire: the float buffer itself, or its bf16 copy.
+  void* wire(std::map<Key, std::vector<float>>& pool, const PipeAction& a);
+  int64_t messageBytes() const { return message_elements_ * (bf16_wire_ ? 2 : 4); }
+  mscDataType_t wireType() const { return bf16_wire_ ? mscBfloat16 : mscFloat32; }
+  Transfer transfer(const PipelineLink& link, bool gradients, bool send, void* data, int64_t elements,
+                    mscDataType_t type = mscFloat32);
   /// data: the transfer carries a message (timed as communication, with bytes), not an acknowledgement.
   void wait(const Transfer& transfer, const char* what, const PipeAction& a, int peer, bool data = true);
   /// The error of transfer `what` of action a with world rank `peer`, naming both ranks.
@@ -84,9 +92,11 @@ class PipelineRuntime {
   int64_t micro_batch_;
   bool overlap_;
   std::chrono::milliseconds timeout_;
+  bool bf16_wire_;
   int64_t message_elements_;
   std::vector<PipeAction> schedule_;
   std::map<Key, std::vector<float>> activations_out_, activations_in_, gradients_out_, gradients_in_;
+  std::map<const void*, std::map<Key, std::vector<bf16>>> wire_;  // bf16 wire: per float pool, the copies
   std::map<std::tuple<int, int, int>, Transfer> receives_;  // (op, micro-batch, chunk)
   std::vector<std::pair<Transfer, PipeAction>> sends_;
   std::vector<std::pair<Transfer, std::unique_ptr<float>>> ack_receives_;  // no overlap: one per send

@@ -49,6 +49,7 @@ ParallelConfig parallelConfig(const TrainOptions& o, std::chrono::milliseconds t
   p.tp_chunks = o.tp_chunks;
   p.bucket_elements = o.bucket_params;
   p.dp_bf16_communication = o.dp_comm_precision == "bf16";
+  p.pp_bf16_communication = o.pp_comm_precision == "bf16";
   p.pp_traffic_class = o.pp_traffic_class;
   p.timeout = timeout;
   return p;
@@ -104,6 +105,7 @@ class ParallelEngine final : public StepEngine {
     if (options_.pp > 1 && options_.pp_extra_warmup > 0) {
       s << ", eager 1F1B (" << options_.pp_extra_warmup << " more in flight per downstream stage)";
     }
+    if (options_.pp > 1) s << ", pipeline traffic in " << options_.pp_comm_precision;
     s << ", overlap " << options_.overlap;
     if (world_->size() > options_.tp * options_.pp) s << ", data-parallel traffic in " << options_.dp_comm_precision;
     s << "\nmemory on the reporting rank: " << local_parameters_

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace megascale::trainer {
 
@@ -119,6 +120,8 @@ const std::vector<Option>& options() {
       INT_OPTION("bucket-params", bucket_params, "parameters per data-parallel gradient bucket"),
       TEXT_OPTION("dp-comm-precision", dp_comm_precision,
                   "data-parallel gradients and parameters on the wire: fp32, bf16, or auto (bf16 with --precision bf16)"),
+      TEXT_OPTION("pp-comm-precision", pp_comm_precision,
+                  "pipeline activations and gradients on the wire: fp32, bf16, or auto (bf16 with --precision bf16)"),
       TEXT_OPTION("trace", trace, "write a Chrome/Perfetto trace of every rank here"),
       INT_OPTION("trace-steps", trace_steps, "steps the trace keeps (from the second step on)"),
   };
@@ -211,9 +214,12 @@ TrainOptions parseTrainOptions(int argc, char** argv, bool& help) {
   }
   if (o.tp_chunks < 1) throw std::invalid_argument("--tp-chunks must be at least 1");
   if (o.bucket_params < 1) throw std::invalid_argument("--bucket-params must be at least 1");
-  if (o.dp_comm_precision == "auto") o.dp_comm_precision = o.precision;
-  if (o.dp_comm_precision != "fp32" && o.dp_comm_precision != "bf16") {
-    throw std::invalid_argument("--dp-comm-precision must be fp32, bf16 or auto");
+  for (auto [value, flag] : {std::pair{&o.dp_comm_precision, "--dp-comm-precision"},
+                              std::pair{&o.pp_comm_precision, "--pp-comm-precision"}}) {
+    if (*value == "auto") *value = o.precision;
+    if (*value != "fp32" && *value != "bf16") {
+      throw std::invalid_argument(std::string(flag) + " must be fp32, bf16 or auto (got '" + *value + "')");
+    }
   }
   if (o.overlap != "none") {
     std::stringstream list(o.overlap);

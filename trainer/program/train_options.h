@@ -44,6 +44,7 @@ struct TrainOptions {
   int pp_traffic_class = -1;  // TOS byte of the pipeline links' sockets; -1 = the system default
   int64_t bucket_params = 1 << 18;   // parameters per DP gradient bucket (about a GEMM of the main job)
   std::string dp_comm_precision = "auto";  // fp32, bf16, or auto: bf16 with --precision bf16
+  std::string pp_comm_precision = "auto";  // the same for the pipeline's activations and gradients
   std::string trace;                 // Chrome/Perfetto trace of every rank (written by world rank 0)
   int64_t trace_steps = 3;           // steps the trace keeps, from the second on
 

@@ -159,6 +159,37 @@ TEST(ParallelTrainerBf16Traffic, RanksHoldTheBf16ValuesOfExactMasterWeights) {
   }
 }
 
+// bf16 pipeline traffic: activations and their gradients are rounded to bf16 on the wire (as Megatron-LM's
+// bf16 pipeline moves them), so the losses leave the fp32 oracle's bits but follow it to bf16's precision, on
+// plain and interleaved 1F1B.
+TEST(ParallelTrainerBf16Traffic, PipelineMessagesCrossInBf16) {
+  Gpt<float> whole(model());
+  const std::vector<double> want = trainTheOracle(whole, OptimizerKind::kAdamW);
+  for (const int virtual_stages : {1, 2}) {
+    std::vector<double> losses;
+    testing::runRanks(2, [&](int rank, std::shared_ptr<Communicator> world) {
+      ParallelConfig p;
+      p.pp = 2;
+      p.virtual_stages = virtual_stages;
+      p.micro_batches = 2;
+      p.pp_bf16_communication = true;
+      p.timeout = std::chrono::seconds(60);
+      ParallelTrainer trainer(model(), optimizerConfig(OptimizerKind::kAdamW), p, kBatch, world, 17, Precision::kFp32);
+      for (int s = 0; s < kSteps; ++s) {
+        const auto in = batchTokens(s, 0), target = batchTokens(s, 1);
+        const double loss = trainer.step(in.data(), target.data(), lr(s)).loss;
+        if (rank == 0) losses.push_back(loss);
+      }
+    });
+    ASSERT_EQ(losses.size(), static_cast<size_t>(kSteps));
+    EXPECT_NE(losses, want) << "virtual stages " << virtual_stages << ": the messages were not rounded";
+    for (int s = 0; s < kSteps; ++s) {
+      EXPECT_NEAR(losses[static_cast<size_t>(s)], want[static_cast<size_t>(s)], 1e-2 * want[static_cast<size_t>(s)])
+          << "virtual stages " << virtual_stages << " step " << s;
+    }
+  }
+}
+
 // Interleaved 1F1B's next step reads chunk 0 before chunk 1: the updated buckets' all-gathers start in that
 // order, each chunk's buckets in the reverse of their gradient order (its first layer first).
 TEST(ParallelTrainerZero, AllGathersStartInTheNextForwardsReadingOrder) {

@@ -31,6 +31,16 @@ TEST(TrainOptions, ConfigFileThenFlagsWhichWin) {
   EXPECT_EQ(describeOptions(again), describeOptions(o));
 }
 
+// The wire precisions follow --precision unless given: bf16 training moves bf16, fp32 training fp32.
+TEST(TrainOptions, CommunicationPrecisionFollowsTheTrainingPrecision) {
+  EXPECT_EQ(parse({}).pp_comm_precision, "fp32");
+  EXPECT_EQ(parse({}).dp_comm_precision, "fp32");
+  EXPECT_EQ(parse({"--precision", "bf16"}).pp_comm_precision, "bf16");
+  EXPECT_EQ(parse({"--precision", "bf16"}).dp_comm_precision, "bf16");
+  EXPECT_EQ(parse({"--precision", "bf16", "--pp-comm-precision", "fp32"}).pp_comm_precision, "fp32");
+  EXPECT_EQ(parse({"--pp-comm-precision", "bf16"}).pp_comm_precision, "bf16");
+}
+
 TEST(TrainOptions, MistakesNameTheFlagOrLine) {
   auto message = [](std::vector<std::string> args) {
     try {
@@ -48,6 +58,9 @@ TEST(TrainOptions, MistakesNameTheFlagOrLine) {
   EXPECT_NE(message({"--pp-traffic-class", "300"}).find("--pp-traffic-class must be a TOS byte"), std::string::npos);
   EXPECT_EQ(parse({"--pp-traffic-class", "184"}).pp_traffic_class, 184);
   EXPECT_EQ(parse({"--pp", "2", "--virtual-stages", "2", "--microbatch-group-size", "4"}).micro_batch_group, 4);
+  EXPECT_NE(message({"--pp-comm-precision", "fp16"}).find("--pp-comm-precision must be fp32, bf16 or auto (got 'fp16')"),
+            std::string::npos);
+  EXPECT_NE(message({"--dp-comm-precision", "int8"}).find("--dp-comm-precision must be"), std::string::npos);
   const std::string path = ::testing::TempDir() + "/bad.conf";
   std::ofstream(path) << "layers = 2\nthis line has no equals sign\n";
   EXPECT_NE(message({"--config", path}).find("bad.conf:2"), std::string::npos);
