@@ -120,18 +120,19 @@ for hosts in ${HOSTS:-2 4}; do
   # The rate: communication 30-60% of a step with every overlap off, aimed at a third (the low end, where a
   # pipeline hop is still shorter than a micro-batch's compute). Communication time goes as 1 / rate, so the
   # next try scales the rate by the measured comm/compute ratio over the aimed one; accepted within 30-36%.
-  rate=400
+  rate=400 calibrated=0
   for attempt in 1 2 3 4 5 6; do
     hosts_rate "${rate}mbit"
     run_ours "$hosts" "none$hosts.$rate" none "${layout[@]}"
     share=$(/usr/bin/python3 -c "print(max(0.0, $(step_s "$RESULT") - $ideal_step) / $(step_s "$RESULT"))")
     echo "  calibration: ${rate} Mbit/s per host link: communication ${share} of a step (overlap off)"
-    if /usr/bin/python3 -c "import sys; sys.exit(0 if 0.3 <= $share <= 0.36 else 1)"; then break; fi
+    if /usr/bin/python3 -c "import sys; sys.exit(0 if 0.3 <= $share <= 0.36 else 1)"; then calibrated=1; break; fi
     # Clamped to 0.6-1.6x a try: short messages pass the link's token bucket at once, so the share moves
     # less than 1 / rate at low rates, and single runs are noisy.
     rate=$(/usr/bin/python3 -c "s = min(max($share, 0.05), 0.9); print(max(10, round($rate * min(1.6, max(0.6, (s / (1 - s)) / (1 / 2))))))")
   done
-  shorter "row$hosts.none"
+  # The accepted calibration run is round 1's "none"; without one the rate below was never measured.
+  [ "$calibrated" = 0 ] || shorter "row$hosts.none"
   # Rounds: each runs the ideal and every row once, so a slow spell of the machine (whole runs of one
   # configuration differ by 10-25% here) falls on all of them alike; each keeps the best of its REPEATS runs.
   for ((round = 1; round <= ${REPEATS:-3}; round++)); do
@@ -142,7 +143,7 @@ for hosts in ${HOSTS:-2 4}; do
     fi
     hosts_rate "${rate}mbit"
     for overlap in none dp dp,pp dp,pp,tp tp,pp,dp; do
-      ((round > 1)) || [ "$overlap" != none ] || continue  # the calibration's last run is round 1's
+      ((round > 1)) || [ "$overlap" != none ] || [ "$calibrated" = 0 ] || continue
       run_ours "$hosts" "row$hosts.$overlap.$round" "$overlap" "${layout[@]}"
       shorter "row$hosts.$overlap"
     done
