@@ -9,7 +9,7 @@
 # ranks time-sharing 2 cores make whole runs of one configuration differ by 10-25%, and a slow spell of the
 # machine then falls on every row of a round alike instead of on one row. Pipeline traffic is marked DSCP 46 (--pp-traffic-class), which the
 # emulated switch ports queue ahead of the data-parallel bulk, as a cluster's traffic classes would.
-#   REPEATS=N PRECISION=bf16|fp32 HOSTS="2 4" bench/parallel_ablation.sh [BUILD_DIR] [STEPS]
+#   REPEATS=N PRECISION=fp32|bf16 HOSTS="2 4" EXTRA="FLAGS" bench/parallel_ablation.sh [BUILD_DIR] [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -33,11 +33,12 @@ if [ -r /usr/share/doc/jargon-text/jargon.txt.gz ]; then zcat /usr/share/doc/jar
 else /usr/bin/python3 -c "import random; random.seed(1); print(' '.join(random.choice(['alpha','beta','gamma']) for _ in range(400000)))" > "$text"; fi
 cores=$(nproc)
 # fp32 by default. PRECISION=bf16 trains in bf16 mixed precision as MegaScale's Table 3 does (fp32 master
-# weights; data-parallel and pipeline traffic in bf16, Megatron-LM's defaults): half the data-parallel bytes,
-# which is what 4 hosts need, since in fp32 the first chunk's all-gather and last reduce-scatter (MegaScale:
-# they cannot be hidden) are ~30% of the non-overlapped communication and cap "hidden" near 70%. On 2 hosts
-# bf16 pipeline messages (64 KB) fit the emulated links' 64 KiB token bucket, so the share with overlap off
-# hardly moves with the rate and the calibration lands where a hop outlasts a micro-batch's compute.
+# weights; data-parallel and pipeline traffic in bf16, Megatron-LM's defaults). In fp32 on 4 hosts the first
+# chunk's all-gather and last reduce-scatter (MegaScale: they cannot be hidden) are ~30% of the non-overlapped
+# communication, which caps "hidden" near 70%; bf16 data-parallel traffic halves them (4 hosts met both targets
+# with fp32 pipeline traffic, EXTRA="--pp-comm-precision fp32"), but bf16 pipeline traffic shrinks the rest of
+# the communication as much, and on 2 hosts its 64 KB messages fit the emulated links' 64 KiB token bucket.
+# EXTRA: more megascale-train flags for every run.
 precision=${PRECISION:-fp32}
 model=(--precision "$precision" --layers 4 --d-model 256 --heads 4 --seq-len 128 --window 64 --batch-size 32 --tokenizer bytes
        --steps "$steps" --lr 1e-3 --warmup 2 --gemm ours-avx512 --log-every 1000 --data "$text")
@@ -65,7 +66,7 @@ run_ours() {
     MEGASCALE_RANKS_SHARING_CORES=$hosts MEGASCALE_JOB_SECRET=$secret MEGASCALE_TIMEOUT_MS=120000 \
       ip netns exec "${EMU_TAG}h$i" "${pin[@]}" "$build/launcher/megascale-run" \
       --store "tcp://$(host_addr 0):$port" --job-id "ab$run" --world-size "$hosts" --rank-offset "$i" -n 1 \
-      "$build/trainer/megascale-train" "${model[@]}" --threads 1 \
+      "$build/trainer/megascale-train" "${model[@]}" ${EXTRA:-} --threads 1 \
       --overlap "$overlap" --pp-traffic-class "$pp_traffic_class" --summary-json "$out/$name.json" --csv "$out/$name.csv" "$@" > "$out/$name.$i.log" 2>&1 &
     pids+=($!)
   done
