@@ -8,7 +8,9 @@
 #                        again when the shell exits (cluster_down runs from an EXIT trap)
 #   hosts_up H           cluster_up H 1
 #   hosts_rate RATE      limit every NIC's egress ("500mbit"; kbit, mbit or gbit), or "none"; each link has two
-#                        priority queues, as a datacenter switch port has: IP precedence 4-7 (DSCP >= 32) first
+#                        priority queues, as a datacenter switch port has: IP precedence 4-7 (DSCP >= 32) first;
+#                        a message takes its size / rate on the wire even after an idle gap (within
+#                        EMU_LINK_SLACK_US). Set it before the connections start (TCP sizes packets then)
 #   link_down I [RAIL]   pull host I's cable on RAIL (default 0): nothing passes and no one is told
 #   link_up I [RAIL]     plug it back in
 #   on_host I CMD...     run CMD inside host I, with MEGASCALE_HOST_NAME set to the host's name
@@ -110,12 +112,22 @@ rate_bits() {
                 gbit) echo $((number * 1000000000)) ;; *) echo "emulated cluster: rate '$rate' (use kbit, mbit, gbit)" >&2; return 2 ;; esac
 }
 
-# The token bucket holds 1 ms of the rate (at least 64 KiB, one GSO segment): a larger bucket lets a whole
-# message through at memory speed and the link looks faster than its rate.
-#   rate_burst BITS_PER_S
+# A link delivers a message's last byte size/rate after its first. The shaper (HTB) sends a packet at once
+# while it holds tokens and pays for it afterwards, so whatever leaves in one go after an idle gap (the bucket
+# plus one packet) crosses at memory speed: with 64 KB GSO packets a 64 KB message arrived in 0.26 ms on a
+# 70 Mbit/s link that needs 7.5 ms. Both are kept to about EMU_LINK_SLACK_US of the rate (default 250 us):
+# the bucket, and the packets TCP builds (gso_max_size, at least one MTU, at most the 64 KiB default).
+EMU_LINK_SLACK_US=${EMU_LINK_SLACK_US:-250}
+#   rate_burst BITS_PER_S (bytes; at least 2000, HTB's smallest sensible bucket)
 rate_burst() {
-  local bytes=$(($1 / 8 / 1000))
-  echo $((bytes > 65536 ? bytes : 65536))
+  local bytes=$(($1 / 8 * EMU_LINK_SLACK_US / 2000000))
+  echo $((bytes > 2000 ? bytes : 2000))
+}
+#   rate_packet BITS_PER_S (bytes)
+rate_packet() {
+  local bytes=$(($1 / 8 * EMU_LINK_SLACK_US / 2000000))
+  bytes=$((bytes > EMU_MTU ? bytes : EMU_MTU))
+  echo $((bytes < 65536 ? bytes : 65536))
 }
 
 # link_shape I RAIL RATE: host I's egress on RAIL at RATE with two priority queues, as a switch port has:
@@ -126,6 +138,8 @@ link_shape() {
   bits=$(rate_bits "$rate") || return
   burst=$(rate_burst "$bits")
   on_host "$i" tc qdisc del dev "$dev" root 2>/dev/null || true
+  # TCP sizes its packets when a connection starts: a rate set mid-connection keeps the old packets.
+  ip -n "$(host_name "$i")" link set "$dev" gso_max_size "$(rate_packet "$bits")"
   on_host "$i" tc qdisc add dev "$dev" root handle 1: htb default 20
   on_host "$i" tc class add dev "$dev" parent 1: classid 1:1 htb rate "${bits}bit" ceil "${bits}bit" \
     burst "$burst" cburst "$burst" quantum 65536
@@ -144,6 +158,7 @@ hosts_rate() {
     for ((r = 0; r < EMU_RAILS; r++)); do
       if [ "$rate" = none ]; then
         on_host "$i" tc qdisc del dev "rail$r" root 2>/dev/null || true
+        ip -n "$(host_name "$i")" link set "rail$r" gso_max_size 65536
       else
         link_shape "$i" "$r" "$rate" || return
       fi
