@@ -39,6 +39,12 @@ rail_switch() { echo "${EMU_TAG}r$1"; }
 cluster_remove() {
   local tag=$1 name
   [ -n "$tag" ] || return 0
+  # The switch ports first: a namespace goes away asynchronously, and its cables' root ends with it, so a
+  # cluster made again at once under the same tag found them still there ("File exists"). Deleting one end
+  # of a veth deletes both, at once.
+  for name in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+    [[ $name == "$tag"p* ]] && ip link del "$name" 2>/dev/null
+  done
   for name in $(ip netns list 2>/dev/null | awk '{print $1}'); do
     # A process left inside would live on in the orphaned namespace (and hold its caller's pipes open).
     [[ $name == "$tag"h* ]] && { ip netns pids "$name" 2>/dev/null | xargs -r kill -9 2>/dev/null; ip netns del "$name" 2>/dev/null; }
