@@ -64,7 +64,7 @@ ddp() {  # ddp HOSTS: sets DDP_JSON
 }
 
 echo "megascale vs PyTorch DDP (gloo) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cores cores;" \
-     "model ${shape[*]}; links ${rate} Mbit/s"
+     "model ${shape[*]}; links ${rate} Mbit/s; ours' GEMM: ours-avx512 (its bf16 kernel in bf16)"
 printf "%-6s %-10s %12s %14s %12s %16s %10s %12s\n" hosts layout "ours tok/s" "DDP tok/s" "ratio" "ours exposed ms" \
   "DDP exp ms" "ratio"
 for hosts in "${host_counts[@]}"; do
@@ -92,7 +92,7 @@ print(f"{hosts:<6} {'dp' + str(hosts) + ' ' + precision:<10} {ours_tps:12.0f} {d
       f"{(ours_exposed / d['exposed_comm_s']) if d['exposed_comm_s'] > 0 else float('nan'):11.2f}x")
 print(f"       ours: free-link step {free_step * 1e3:.0f} ms, waits beyond the free run's {timers_exposed * 1e3:.1f} ms")
 print(f"       targets: ours >= 2x DDP's tokens/s; ours' exposed communication <= 0.5x DDP's "
-      f"(DDP step {d['step_s'] * 1e3:.0f} ms, no_sync {d['no_sync_step_s'] * 1e3:.0f} ms; torch {d['torch']})")
+      f"(DDP step {d['step_s'] * 1e3:.0f} ms, no_sync {d['no_sync_step_s'] * 1e3:.0f} ms; torch {d['torch']}, GEMM {d['gemm']})")
 PY
   done
 done

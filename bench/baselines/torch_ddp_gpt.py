@@ -17,6 +17,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from torch_gpt import Gpt  # noqa: E402
 
 
+def gemm_libraries():
+    """The BLAS and oneDNN libraries this process has loaded (torch's fp32 GEMMs go to the system BLAS, its
+    bf16 autocast GEMMs to oneDNN), with the OPENBLAS_* settings that change OpenBLAS's kernels."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "blas" in line or "dnnl" in line or "mkldnn" in line}
+    names = sorted({os.path.basename(os.path.realpath(p)) for p in paths if p.startswith("/")})
+    env = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ]
+    return ", ".join(names or ["torch's own"]) + (f" ({', '.join(env)})" if env else " (OPENBLAS_* unset)")
+
+
 def main():
     p = argparse.ArgumentParser()
     for name, default in (("layers", 4), ("d-model", 256), ("heads", 4), ("seq-len", 128), ("batch-size", 16),
@@ -69,7 +79,7 @@ def main():
         print(json.dumps({"tokens_per_s": a.batch_size * a.seq_len / times[0].item(), "step_s": times[0].item(),
                           "no_sync_step_s": times[1].item(),
                           "exposed_comm_s": max(0.0, times[0].item() - times[1].item()), "world": world,
-                          "torch": torch.__version__}))
+                          "torch": torch.__version__, "gemm": gemm_libraries()}))
     # torch 1.13's gloo teardown can hang rank 0 forever once the other ranks have exited (seen 4 times in 5
     # runs over emulated hosts); the results are out, so every rank leaves together, without the teardown.
     dist.barrier()
