@@ -124,16 +124,21 @@ rate_bits() {
 # 70 Mbit/s link that needs 7.5 ms. Both are kept to about EMU_LINK_SLACK_US of the rate (default 250 us):
 # the bucket, and the packets TCP builds (gso_max_size, at least one MTU, at most the 64 KiB default).
 EMU_LINK_SLACK_US=${EMU_LINK_SLACK_US:-250}
+EMU_GSO_MAX=65536  # a veth's own gso_max_size, what an unshaped link keeps
+# half_slack BITS_PER_S: bytes of half the slack at that rate (the bucket gets one half, a packet the other)
+half_slack() { echo $(($1 / 8 * EMU_LINK_SLACK_US / 2000000)); }
 #   rate_burst BITS_PER_S (bytes; at least 2000, HTB's smallest sensible bucket)
 rate_burst() {
-  local bytes=$(($1 / 8 * EMU_LINK_SLACK_US / 2000000))
+  local bytes
+  bytes=$(half_slack "$1")
   echo $((bytes > 2000 ? bytes : 2000))
 }
 #   rate_packet BITS_PER_S (bytes)
 rate_packet() {
-  local bytes=$(($1 / 8 * EMU_LINK_SLACK_US / 2000000))
+  local bytes
+  bytes=$(half_slack "$1")
   bytes=$((bytes > EMU_MTU ? bytes : EMU_MTU))
-  echo $((bytes < 65536 ? bytes : 65536))
+  echo $((bytes < EMU_GSO_MAX ? bytes : EMU_GSO_MAX))
 }
 
 # link_shape I RAIL RATE: host I's egress on RAIL at RATE with two priority queues, as a switch port has:
@@ -164,7 +169,7 @@ hosts_rate() {
     for ((r = 0; r < EMU_RAILS; r++)); do
       if [ "$rate" = none ]; then
         on_host "$i" tc qdisc del dev "rail$r" root 2>/dev/null || true
-        ip -n "$(host_name "$i")" link set "rail$r" gso_max_size 65536
+        ip -n "$(host_name "$i")" link set "rail$r" gso_max_size "$EMU_GSO_MAX"
       else
         link_shape "$i" "$r" "$rate" || return
       fi

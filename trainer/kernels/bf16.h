@@ -19,5 +19,7 @@ inline float fromBf16(bf16 x) { return std::bit_cast<float>(static_cast<uint32_t
 
 /// out[i] = toBf16(in[i]) for a whole tensor (multi-threaded).
 void convertToBf16(bf16* out, const float* in, int64_t count);
+/// out[i] = fromBf16(in[i]) for a whole tensor (multi-threaded).
+void convertFromBf16(float* out, const bf16* in, int64_t count);
 
 }  // namespace megascale::trainer

@@ -194,10 +194,7 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
     }
     auto& pool = gradient ? gradients_in_ : activations_in_;
     std::vector<float>& values = buffer(pool, a);
-    if (bf16_wire_) {
-      const bf16* arrived = static_cast<const bf16*>(wire(pool, a));
-      for (size_t i = 0; i < values.size(); ++i) values[i] = fromBf16(arrived[i]);
-    }
+    if (bf16_wire_) convertFromBf16(values.data(), static_cast<const bf16*>(wire(pool, a)), message_elements_);
     return values.data();
   };
   const auto send = [&](bool gradient, const PipeAction& a) {

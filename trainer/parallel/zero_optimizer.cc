@@ -295,10 +295,7 @@ double ZeroOptimizer::step(double lr) {
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& b = buckets_[i];
     waitFor(b.reduce, "gradient reduce-scatter", i, b.reduce_issued, (dp_size_ - 1) * b.shard * wireBytes());
-    if (b.reduce && bf16Wire()) {
-      const uint16_t* shard = b.half.data() + dp_rank_ * b.shard;
-      for (int64_t k = 0; k < b.shard; ++k) shardOf(b)[k] = fromBf16(shard[k]);
-    }
+    if (b.reduce && bf16Wire()) convertFromBf16(shardOf(b), b.half.data() + dp_rank_ * b.shard, b.shard);
     buckets_[i].reduce.reset();
     buckets_[i].reducing = false;
     buckets_[i].pending = static_cast<int>(buckets_[i].ranges.size());
@@ -393,7 +390,7 @@ void ZeroOptimizer::finishGather(Bucket& b) {
   float* params = chunk.parameters();
   for (const Range& r : b.ranges) {
     if (bf16Wire()) {
-      for (int64_t k = 0; k < r.end - r.begin; ++k) params[r.begin + k] = fromBf16(b.half[static_cast<size_t>(r.packed + k)]);
+      convertFromBf16(params + r.begin, b.half.data() + r.packed, r.end - r.begin);
     } else {
       std::copy(b.buffer.begin() + r.packed, b.buffer.begin() + r.packed + (r.end - r.begin), params + r.begin);
     }
