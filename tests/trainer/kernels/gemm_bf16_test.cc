@@ -12,7 +12,7 @@ namespace {
 
 TEST(Bf16, RoundsToNearestEvenAndKeepsSpecials) {
   EXPECT_EQ(toBf16(1.0f), 0x3f80);
-  EXPECT_EQ(fromBf16(toBf16(1.0f + 1.0f / 256)), 1.0f);         // halfway between 1 and 1+2^-7: to even (1)
+  EXPECT_EQ(fromBf16(toBf16(1.0f + 1.0f / 256)), 1.0f);              // halfway between 1 and 1+2^-7: to even (1)
   EXPECT_EQ(fromBf16(toBf16(1.0f + 3.0f / 256)), 1.0f + 1.0f / 64);  // halfway, rounds up to even
   EXPECT_TRUE(std::isnan(fromBf16(toBf16(NAN))));
   EXPECT_TRUE(std::isinf(fromBf16(toBf16(INFINITY))));
@@ -35,9 +35,11 @@ class GemmBf16Test : public ::testing::TestWithParam<std::string> {};
 TEST_P(GemmBf16Test, MatchesADoubleProductOfTheSameInputs) {
   selectBf16GemmBackend(GetParam());
   ASSERT_EQ(bf16GemmBackend(), GetParam());
-  const Case cases[] = {{Trans::kNo, Trans::kNo, 64, 64, 64, 0.0f},     {Trans::kNo, Trans::kNo, 37, 45, 29, 1.0f},
-                        {Trans::kYes, Trans::kNo, 70, 33, 1100, 0.5f},  {Trans::kNo, Trans::kYes, 100, 530, 300, 0.0f},
-                        {Trans::kYes, Trans::kYes, 31, 17, 65, 1.0f},   {Trans::kNo, Trans::kNo, 1, 1, 1, 0.0f}};
+  const Case cases[] = {{Trans::kNo, Trans::kNo, 64, 64, 64, 0.0f},    {Trans::kNo, Trans::kNo, 37, 45, 29, 1.0f},
+                        {Trans::kYes, Trans::kNo, 70, 33, 1100, 0.5f}, {Trans::kNo, Trans::kYes, 100, 530, 300, 0.0f},
+                        {Trans::kYes, Trans::kYes, 31, 17, 65, 1.0f},  {Trans::kNo, Trans::kNo, 1, 1, 1, 0.0f},
+                        {Trans::kNo, Trans::kYes, 25, 70, 63, 1.0f},   {Trans::kYes, Trans::kNo, 13, 97, 35, 0.0f},
+                        {Trans::kNo, Trans::kNo, 200, 64, 1031, 0.0f}, {Trans::kYes, Trans::kYes, 96, 32, 2, 1.0f}};
   for (const Case& c : cases) {
     const int64_t pad = 5;
     const int64_t a_rows = c.ta == Trans::kNo ? c.m : c.k, a_cols = c.ta == Trans::kNo ? c.k : c.m;
@@ -51,8 +53,8 @@ TEST_P(GemmBf16Test, MatchesADoubleProductOfTheSameInputs) {
     auto b = to_bf16(testing::pseudoRandom(static_cast<size_t>(b_rows * (b_cols + pad)), 2));
     auto c0 = testing::pseudoRandom(static_cast<size_t>(c.m * (c.n + pad)), 3);
     std::vector<float> got(c0.begin(), c0.end());
-    gemmBf16(GemmBf16Call{c.ta, c.tb, c.m, c.n, c.k, a.data(), a_cols + pad, b.data(), b_cols + pad, c.beta,
-                          got.data(), c.n + pad});
+    gemmBf16(GemmBf16Call{c.ta, c.tb, c.m, c.n, c.k, a.data(), a_cols + pad, b.data(), b_cols + pad, c.beta, got.data(),
+                          c.n + pad});
     for (int64_t i = 0; i < c.m; ++i) {
       for (int64_t j = 0; j < c.n + pad; ++j) {
         const size_t at = static_cast<size_t>(i * (c.n + pad) + j);
@@ -68,8 +70,8 @@ TEST_P(GemmBf16Test, MatchesADoubleProductOfTheSameInputs) {
                                             : b[static_cast<size_t>(j * (b_cols + pad) + p)];
           expected += static_cast<double>(fromBf16(x)) * fromBf16(y);
         }
-        ASSERT_NEAR(got[at], expected, 1e-5 * (c.k + 1)) << bf16GemmBackend() << " m" << c.m << " n" << c.n << " k"
-                                                         << c.k << " at " << i << "," << j;
+        ASSERT_NEAR(got[at], expected, 1e-5 * (c.k + 1))
+            << bf16GemmBackend() << " m" << c.m << " n" << c.n << " k" << c.k << " at " << i << "," << j;
       }
     }
   }
