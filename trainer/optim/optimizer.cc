@@ -38,9 +38,10 @@ AdamCoefficients<T>::AdamCoefficients(const OptimizerConfig& config, int64_t ste
       correction1(T(1) - static_cast<T>(std::pow(config.beta1, static_cast<double>(step)))),
       correction2(T(1) - static_cast<T>(std::pow(config.beta2, static_cast<double>(step)))) {}
 
+// `if (parallel : ...)` keeps the simd on for pieces under the threshold (see convertToBf16).
 template <typename T>
 void adamwUpdate(T* p, const T* g, T* m, T* v, int64_t n, const AdamCoefficients<T>& c, T lr, T decay) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
   for (int64_t i = 0; i < n; ++i) {
     m[i] = c.b1 * m[i] + (T(1) - c.b1) * g[i];
     v[i] = c.b2 * v[i] + (T(1) - c.b2) * g[i] * g[i];

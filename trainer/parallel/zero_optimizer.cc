@@ -7,6 +7,7 @@
 #include <string>
 
 #include "trainer/kernels/bf16.h"
+#include "trainer/kernels/parallel.h"
 
 namespace megascale::trainer {
 
@@ -267,9 +268,10 @@ double ZeroOptimizer::globalGradientNorm() {
     const float* g = shardOf(b);
     for (const TensorPiece& p : b.pieces) {
       if (!p.counted) continue;
-      for (int64_t i = 0; i < p.length; ++i) {
-        sum += static_cast<double>(g[p.shard_offset + i]) * static_cast<double>(g[p.shard_offset + i]);
-      }
+      const float* piece = g + p.shard_offset;
+      sum += deterministicSum(p.length, [piece](int64_t i) {
+        return static_cast<double>(piece[i]) * static_cast<double>(piece[i]);
+      });
     }
   }
   const Status status = groups_.world->allReduce(&sum, &sum, 1, mscFloat64, mscSum)->wait(options_.timeout);
