@@ -14,4 +14,7 @@ void geluForward(T* out, const T* in, int64_t count);
 template <typename T>
 void geluBackward(T* din, const T* dout, const T* in, int64_t count);
 
+/// Lets the float loops use their AVX-512 build where the CPU has it (the default), or not (tests).
+void useAvx512Gelu(bool allowed);
+
 }  // namespace megascale::trainer

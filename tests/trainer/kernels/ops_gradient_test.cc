@@ -73,6 +73,30 @@ TEST(GeluGradient, MatchesFiniteDifferences) {
   EXPECT_NEAR(at_one, 0.8411919906082768, 1e-12);  // 0.5 (1 + tanh(sqrt(2/pi) * 1.044715))
 }
 
+// The float loops (AVX-512 and AVX2 builds) against the double ones, over the range where tanh saturates and
+// a length that leaves a vector's tail.
+TEST(GeluFloat, BothVectorBuildsMatchDouble) {
+  auto x = pseudoRandom(1003, 30, 12.0), r = pseudoRandom(1003, 31);
+  const auto n = static_cast<int64_t>(x.size());
+  for (bool avx512 : {true, false}) {
+    useAvx512Gelu(avx512);
+    std::vector<float> x_f(x.begin(), x.end()), r_f(r.begin(), r.end()), y_f(x.size()), dx_f(x.size());
+    geluForward(y_f.data(), x_f.data(), n);
+    geluBackward(dx_f.data(), r_f.data(), x_f.data(), n);
+    for (size_t i = 0; i < x.size(); ++i) {
+      // The inputs are rounded to float: compare at the rounded point.
+      const double xi = x_f[i];
+      std::vector<double> yi(1), dxi(1);
+      const double ri = r_f[i];
+      geluForward(yi.data(), &xi, 1);
+      geluBackward(dxi.data(), &ri, &xi, 1);
+      ASSERT_NEAR(y_f[i], yi[0], 1e-6 * (1 + std::abs(yi[0]))) << "avx512=" << avx512 << " x=" << xi;
+      ASSERT_NEAR(dx_f[i], dxi[0], 1e-6 * (1 + std::abs(dxi[0]))) << "avx512=" << avx512 << " x=" << xi;
+    }
+  }
+  useAvx512Gelu(true);
+}
+
 TEST(LinearGradient, InputWeightAndBias) {
   const LinearShape s{6, 5, 7};
   auto x = pseudoRandom(s.rows * s.in, 11), w = pseudoRandom(s.in * s.out, 12), b = pseudoRandom(s.out, 13);
@@ -156,7 +180,8 @@ INSTANTIATE_TEST_SUITE_P(Windows, AttentionGradient,
                          ::testing::Values(AttentionCase{9, 9}, AttentionCase{9, 3}, AttentionCase{9, 1},
                                            AttentionCase{75, 75}, AttentionCase{75, 40}),  // several key tiles
                          [](const auto& info) {
-                           return "seq" + std::to_string(info.param.seq) + "_window" + std::to_string(info.param.window);
+                           return "seq" + std::to_string(info.param.seq) + "_window" +
+                                  std::to_string(info.param.window);
                          });
 
 // The float kernels (AVX-512 and AVX2 builds) against the double ones on a shape with several tiles.
@@ -174,7 +199,8 @@ TEST(AttentionFloat, BothVectorBuildsMatchDouble) {
     attentionForward(out_f.data(), lse_f.data(), qkv_f.data(), s);
     attentionBackward(dqkv_f.data(), dout_f.data(), qkv_f.data(), out_f.data(), lse_f.data(), s);
     for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out_f[i], out[i], 1e-5) << "avx512=" << avx512 << " out " << i;
-    for (size_t i = 0; i < dqkv.size(); ++i) ASSERT_NEAR(dqkv_f[i], dqkv[i], 1e-4) << "avx512=" << avx512 << " dqkv " << i;
+    for (size_t i = 0; i < dqkv.size(); ++i)
+      ASSERT_NEAR(dqkv_f[i], dqkv[i], 1e-4) << "avx512=" << avx512 << " dqkv " << i;
   }
   useAvx512Attention(true);
 }
