@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -20,6 +21,28 @@ TEST(Bf16, RoundsToNearestEvenAndKeepsSpecials) {
   std::vector<bf16> out(3);
   convertToBf16(out.data(), in.data(), 3);
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(fromBf16(out[i]), in[i], std::abs(in[i]) / 128);
+}
+
+// The whole-tensor conversion (AVX512-BF16's VCVTNE2PS2BF16 where the CPU has it) gives toBf16's bits for every
+// input: ties, NaN, infinities, and denormals, which that instruction would read as zero.
+TEST(Bf16, TensorConversionMatchesTheScalarRounding) {
+  std::vector<float> in;
+  for (int i = 0; i < 3000; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(i) * 2654435761u;
+    in.push_back(i % 97 == 5 ? std::bit_cast<float>(bits & 0x807fffffu)  // a denormal now and then
+                             : std::bit_cast<float>((bits & 0xbfffffffu) | 0x00800000u));
+  }
+  in.insert(in.end(), {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f});
+  for (const size_t count : {in.size(), in.size() - 7, size_t{31}, size_t{100000}}) {
+    std::vector<float> src(count);
+    for (size_t i = 0; i < count; ++i) src[i] = in[i % in.size()];
+    std::vector<bf16> out(count);
+    convertToBf16(out.data(), src.data(), static_cast<int64_t>(count));
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(out[i], toBf16(src[i])) << "element " << i << " of " << count << ": bits " << std::hex
+                                        << std::bit_cast<uint32_t>(src[i]);
+    }
+  }
 }
 
 struct Case {
