@@ -196,6 +196,15 @@ void Gpt<T>::refreshRoundedWeights(ParamRange range) {
 }
 
 template <typename T>
+void Gpt<T>::setRoundedWeights(ParamRange range, const bf16* rounded) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!halfPrecision()) return;
+    weights_b_.resize(params_.size());
+    std::copy(rounded, rounded + (range.end - range.begin), weights_b_.begin() + range.begin);
+  }
+}
+
+template <typename T>
 void Gpt<T>::gatherRows(T* full, int64_t rows, int64_t cols, const std::function<void(int64_t, int64_t)>& consume) {
   if constexpr (std::is_same_v<T, float>) {
     if (tpSize() > 1) return tp_->allGather(full, rows, cols, consume);

@@ -85,6 +85,9 @@ class Gpt {
 
   /// bf16 precision: rounds the weights of one range (parameters that just arrived).
   void refreshRoundedWeights(ParamRange range);
+  /// bf16 precision: the rounded weights of one range, given already rounded (parameters that arrived in bf16;
+  /// the float parameters hold their widened values).
+  void setRoundedWeights(ParamRange range, const bf16* rounded);
 
   /// Token rows of this rank's sequence shard. Throws std::invalid_argument unless batch x seq_len divides
   /// by the tensor-parallel size.

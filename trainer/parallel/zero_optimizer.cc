@@ -216,13 +216,17 @@ void ZeroOptimizer::rangeDone(int chunk, Gpt<float>::ParamRange range) {
 
 void ZeroOptimizer::launchReduce(Bucket& b) {
   const float* grads = chunks_[static_cast<size_t>(b.chunk)]->gradients();
-  for (const Range& r : b.ranges) std::copy(grads + r.begin, grads + r.end, b.buffer.begin() + r.packed);
-  std::fill(b.buffer.begin() + b.elements, b.buffer.end(), 0.0f);
   b.reducing = true;
+  if (bf16Wire()) {  // packed straight into the bf16 buffer; the float one holds only this rank's shard later
+    for (const Range& r : b.ranges) convertToBf16(b.half.data() + r.packed, grads + r.begin, r.end - r.begin);
+    std::fill(b.half.begin() + b.elements, b.half.end(), uint16_t{0});
+  } else {
+    for (const Range& r : b.ranges) std::copy(grads + r.begin, grads + r.end, b.buffer.begin() + r.packed);
+    std::fill(b.buffer.begin() + b.elements, b.buffer.end(), 0.0f);
+  }
   if (dp_size_ == 1) return;
   b.reduce_issued = Clock::now();
   if (bf16Wire()) {
-    convertToBf16(b.half.data(), b.buffer.data(), static_cast<int64_t>(b.buffer.size()));
     uint16_t* shard = b.half.data() + dp_rank_ * b.shard;
     b.reduce = groups_.dp->reduceScatter(b.half.data(), shard, static_cast<size_t>(b.shard), mscBfloat16, mscSum);
   } else {
@@ -391,12 +395,14 @@ void ZeroOptimizer::finishGather(Bucket& b) {
   Gpt<float>& chunk = *chunks_[static_cast<size_t>(b.chunk)];
   float* params = chunk.parameters();
   for (const Range& r : b.ranges) {
-    if (bf16Wire()) {
+    const Gpt<float>::ParamRange range{r.begin, r.end};
+    if (bf16Wire()) {  // the values arrived rounded: the GEMMs' bf16 copy takes them as they are
       convertFromBf16(params + r.begin, b.half.data() + r.packed, r.end - r.begin);
+      chunk.setRoundedWeights(range, b.half.data() + r.packed);
     } else {
       std::copy(b.buffer.begin() + r.packed, b.buffer.begin() + r.packed + (r.end - r.begin), params + r.begin);
+      chunk.refreshRoundedWeights(range);
     }
-    chunk.refreshRoundedWeights(Gpt<float>::ParamRange{r.begin, r.end});
   }
 }
 
