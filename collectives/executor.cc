@@ -338,7 +338,7 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
                                              " (a peer hung or died; MEGASCALE_TIMEOUT_MS sets the limit)");
       }
     }
-    if (!slot_wait && backoff.resting() && sleepOnSockets(nodes, phase_first[oldest], fds, kSocketWaitCapMs)) {
+    if (!slot_wait && backoff.socketsFirst() && sleepOnSockets(nodes, phase_first[oldest], fds, kSocketWaitCapMs)) {
       backoff.rested();
       continue;
     }
