@@ -1,5 +1,5 @@
-// The float GELU loops compiled for AVX-512 (gelu.cc calls them when the CPU has it); the standard headers and
-// fast_math.h come before the target pragma, as in attention_avx512.cc.
+// The float GELU loops (gelu_impl.h) compiled for AVX-512 (gelu.cc calls them when the CPU has it); the standard
+// headers and fast_math.h come before the target pragma, as in attention_avx512.cc.
 #include <cstdint>
 
 #include "trainer/kernels/fast_math.h"
@@ -11,8 +11,10 @@ namespace megascale::trainer::gelu_avx512 {
 
 #include "trainer/kernels/gelu_impl.h"
 
-void forwardFloat(float* out, const float* in, int64_t count) { forward(out, in, count); }
-void backwardFloat(float* din, const float* dout, const float* in, int64_t count) { backward(din, dout, in, count); }
+void forwardFloat(float* out, const float* in, int64_t count) { forward<float>(out, in, count); }
+void backwardFloat(float* din, const float* dout, const float* in, int64_t count) {
+  backward<float>(din, dout, in, count);
+}
 
 }  // namespace megascale::trainer::gelu_avx512
 
