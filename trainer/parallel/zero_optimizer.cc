@@ -55,8 +55,9 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
       Bucket& bucket = buckets_[b];
       if (bucket.chunk != static_cast<int>(c) || bucket.shard > 0) continue;
       bucket.shard = (bucket.elements + dp_size_ - 1) / dp_size_;
-      bucket.buffer.assign(static_cast<size_t>(bucket.shard * dp_size_), 0.0f);
-      if (bf16Wire()) bucket.half.assign(bucket.buffer.size(), 0);
+      const auto whole = static_cast<size_t>(bucket.shard * dp_size_);
+      bucket.buffer.assign(bf16Wire() ? static_cast<size_t>(bucket.shard) : whole, 0.0f);
+      if (bf16Wire()) bucket.half.assign(whole, 0);
       const int64_t lo = dp_rank_ * bucket.shard, hi = lo + bucket.shard;
       for (const Range& r : bucket.ranges) {
         for (size_t t = 0; t < table.size(); ++t) {
@@ -217,7 +218,7 @@ void ZeroOptimizer::rangeDone(int chunk, Gpt<float>::ParamRange range) {
 void ZeroOptimizer::launchReduce(Bucket& b) {
   const float* grads = chunks_[static_cast<size_t>(b.chunk)]->gradients();
   b.reducing = true;
-  if (bf16Wire()) {  // packed straight into the bf16 buffer; the float one holds only this rank's shard later
+  if (bf16Wire()) {  // packed straight into the bf16 buffer (the float one is this rank's shard only)
     for (const Range& r : b.ranges) convertToBf16(b.half.data() + r.packed, grads + r.begin, r.end - r.begin);
     std::fill(b.half.begin() + b.elements, b.half.end(), uint16_t{0});
   } else {

@@ -96,7 +96,7 @@ class ZeroOptimizer {
     int chunk = 0;
     std::vector<Range> ranges;
     int64_t elements = 0, shard = 0;
-    std::vector<float> buffer;  // [shard x D]: packed gradients, later parameters
+    std::vector<float> buffer;  // [shard x D]: packed gradients, later parameters; [shard] with bf16 traffic
     std::vector<float> master, m, v;
     std::vector<uint16_t> half;  // [shard x D] bf16: the buffer that moves with bf16 communication
     std::vector<TensorPiece> pieces;
@@ -113,7 +113,7 @@ class ZeroOptimizer {
   void finishGather(Bucket& b);
   void waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket,
                std::chrono::steady_clock::time_point issued = {}, int64_t bytes = 0);
-  float* shardOf(Bucket& b) { return b.buffer.data() + dp_rank_ * b.shard; }
+  float* shardOf(Bucket& b) { return b.buffer.data() + (bf16Wire() ? 0 : dp_rank_ * b.shard); }
   bool bf16Wire() const { return options_.bf16_communication && dp_size_ > 1; }
   int64_t wireBytes() const { return bf16Wire() ? 2 : 4; }  // per element on the wire
   // Whole chunk-flat arrays of one per-shard field (moments, master weights) from every DP rank's shards.
