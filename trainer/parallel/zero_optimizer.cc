@@ -39,17 +39,27 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
     // The last stage's copy of the tied embedding is a duplicate: counted once in the norm, on the first.
     const bool duplicate_wte = tied && !chunk.parameterTable().empty() && chunk.parameterTable().front().name == "wte" &&
                                groups.me.pp != 0;
+    // wte (at the front of the table) alone in a bucket: both stages' copies then shard alike.
+    const int64_t wte_end = tied ? table.front().offset + table.front().size() : 0;
     Bucket* open = nullptr;
-    for (const auto& range : chunk.gradientOrder()) {
-      if (open == nullptr || open->elements >= options_.bucket_elements) {
+    const auto add = [&](int64_t hook_begin, int64_t begin, int64_t end, bool own_bucket) {
+      if (own_bucket || open == nullptr || open->elements >= options_.bucket_elements || open->tied_embedding) {
         buckets_.emplace_back();
         open = &buckets_.back();
         open->chunk = static_cast<int>(c);
+        open->tied_embedding = own_bucket;
       }
-      open->ranges.push_back(Range{range.begin, range.end, open->elements});
-      open->elements += range.end - range.begin;
-      if (tied && range.begin == 0) open->deferred = true;
-      bucket_of_[{static_cast<int>(c), range.begin}] = buckets_.size() - 1;
+      open->ranges.push_back(Range{begin, end, open->elements});
+      open->elements += end - begin;
+      buckets_of_[{static_cast<int>(c), hook_begin}].push_back(buckets_.size() - 1);
+    };
+    for (const auto& range : chunk.gradientOrder()) {
+      if (tied && range.begin == 0) {
+        add(range.begin, 0, wte_end, true);
+        if (range.end > wte_end) add(range.begin, wte_end, range.end, false);
+      } else {
+        add(range.begin, range.begin, range.end, false);
+      }
     }
     for (size_t b = 0; b < buckets_.size(); ++b) {
       Bucket& bucket = buckets_[b];
@@ -205,14 +215,12 @@ void ZeroOptimizer::waitFor(const std::shared_ptr<Work>& work, const char* what,
 }
 
 void ZeroOptimizer::rangeDone(int chunk, Gpt<float>::ParamRange range) {
-  auto it = bucket_of_.find({chunk, range.begin});
-  if (it == bucket_of_.end()) return;
-  Bucket& b = buckets_[it->second];
-  if (--b.pending != 0 || !options_.overlap) return;
-  // A deferred bucket's reduce-scatter starts in step(), in bucket order on every DP rank (a start on its
-  // all-reduce's completion would order the DP group's collectives by timing); its all-reduce starts now.
-  if (b.deferred) launchTiedEmbedding(b);
-  else launchReduce(b);
+  auto it = buckets_of_.find({chunk, range.begin});
+  if (it == buckets_of_.end()) return;
+  for (const size_t i : it->second) {
+    Bucket& b = buckets_[i];
+    if (--b.pending == 0 && options_.overlap) launchReduce(b);
+  }
 }
 
 void ZeroOptimizer::launchReduce(Bucket& b) {
@@ -235,11 +243,13 @@ void ZeroOptimizer::launchReduce(Bucket& b) {
   }
 }
 
-void ZeroOptimizer::launchTiedEmbedding(Bucket& b) {
-  Gpt<float>& chunk = *chunks_[static_cast<size_t>(b.chunk)];
-  const ParamSpec& wte = chunk.parameterTable().front();
-  float* grads = chunk.gradients() + wte.offset;
-  b.tied = groups_.embedding->allReduce(grads, grads, static_cast<size_t>(wte.size()), mscFloat32, mscSum);
+void ZeroOptimizer::finishReduce(size_t i) {
+  Bucket& b = buckets_[i];
+  waitFor(b.reduce, "gradient reduce-scatter", i, b.reduce_issued, (dp_size_ - 1) * b.shard * wireBytes());
+  if (b.reduce && bf16Wire()) convertFromBf16(shardOf(b), b.half.data() + dp_rank_ * b.shard, b.shard);
+  b.reduce.reset();
+  b.reducing = false;
+  b.pending = static_cast<int>(b.ranges.size());
 }
 
 void ZeroOptimizer::sumReplicatedAcrossTensorParallel() {
@@ -288,24 +298,27 @@ double ZeroOptimizer::globalGradientNorm() {
 }
 
 double ZeroOptimizer::step(double lr) {
-  for (size_t i = 0; i < buckets_.size(); ++i) {
-    Bucket& b = buckets_[i];
-    if (!b.deferred || b.reducing) continue;
-    if (!b.tied) launchTiedEmbedding(b);
-    waitFor(b.tied, "tied-embedding gradient all-reduce (first and last stage)", i);
-    b.tied.reset();
-  }
-  for (size_t i = 0; i < buckets_.size(); ++i) {
-    Bucket& b = buckets_[i];
+  for (Bucket& b : buckets_) {
     if (!b.reducing) launchReduce(b);
   }
+  // The tied embedding's shard first: its sum over the first and last stage moves while the other buckets'
+  // reduce-scatters finish.
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& b = buckets_[i];
-    waitFor(b.reduce, "gradient reduce-scatter", i, b.reduce_issued, (dp_size_ - 1) * b.shard * wireBytes());
-    if (b.reduce && bf16Wire()) convertFromBf16(shardOf(b), b.half.data() + dp_rank_ * b.shard, b.shard);
-    buckets_[i].reduce.reset();
-    buckets_[i].reducing = false;
-    buckets_[i].pending = static_cast<int>(buckets_[i].ranges.size());
+    if (!b.tied_embedding) continue;
+    finishReduce(i);
+    b.tied_issued = Clock::now();
+    b.tied = groups_.embedding->allReduce(shardOf(b), shardOf(b), static_cast<size_t>(b.shard), mscFloat32, mscSum);
+  }
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    if (!buckets_[i].tied_embedding) finishReduce(i);
+  }
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (!b.tied) continue;
+    waitFor(b.tied, "tied-embedding gradient all-reduce (first and last stage)", i, b.tied_issued,
+            b.shard * static_cast<int64_t>(sizeof(float)));
+    b.tied.reset();
   }
   sumReplicatedAcrossTensorParallel();
 
@@ -408,14 +421,15 @@ void ZeroOptimizer::finishGather(Bucket& b) {
 }
 
 void ZeroOptimizer::ensureParameters(int chunk, Gpt<float>::ParamRange range) {
-  auto it = bucket_of_.find({chunk, range.begin});
-  if (it == bucket_of_.end()) return;
-  Bucket& b = buckets_[it->second];
-  if (!b.gather) return;
-  waitFor(b.gather, "parameter all-gather", it->second, b.gather_issued,
-          (dp_size_ - 1) * b.shard * wireBytes());
-  b.gather.reset();
-  finishGather(b);
+  auto it = buckets_of_.find({chunk, range.begin});
+  if (it == buckets_of_.end()) return;
+  for (const size_t i : it->second) {
+    Bucket& b = buckets_[i];
+    if (!b.gather) continue;
+    waitFor(b.gather, "parameter all-gather", i, b.gather_issued, (dp_size_ - 1) * b.shard * wireBytes());
+    b.gather.reset();
+    finishGather(b);
+  }
 }
 
 void ZeroOptimizer::synchronizeParameters() {

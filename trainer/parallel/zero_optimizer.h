@@ -7,9 +7,12 @@
 // A bucket is a run of parameter ranges of one model chunk in the order backward finishes them (head first,
 // embedding last), packed into one buffer padded to a multiple of D: the reduce-scatter and the all-gather both
 // run in place on it. Tensors the TP ranks hold whole (LayerNorms, row-parallel biases, embeddings) get their
-// gradients summed over the TP group on the shard; the tied embedding's copies on the first and last pipeline
-// stage over the embedding group, before its bucket moves. Global-norm clipping and LAMB's per-tensor norms
-// are sums over all shards: small all-reduces.
+// gradients summed over the TP group on the shard. The tied embedding (wte on the first and the last pipeline
+// stage) has a bucket of its own, laid out alike on both stages: it is reduce-scattered over DP like any
+// other as soon as its gradient is final, and then its shard is summed over the two stages (the embedding
+// group), so no other bucket waits for the first stage's last backward, and the sum between the stages moves
+// 1/D of the bytes. Global-norm clipping and LAMB's per-tensor norms are sums over all shards: small
+// all-reduces.
 #pragma once
 
 #include <chrono>
@@ -101,15 +104,17 @@ class ZeroOptimizer {
     std::vector<uint16_t> half;  // [shard x D] bf16: the buffer that moves with bf16 communication
     std::vector<TensorPiece> pieces;
     int pending = 0;            // ranges whose gradients are not final yet this step
-    bool deferred = false;      // holds a tied embedding copy: moves after its all-reduce
+    bool tied_embedding = false;  // holds this stage's copy of wte, and nothing else
     bool reducing = false;
-    std::shared_ptr<Work> tied, reduce, gather;  // tied: the embedding-group all-reduce of its wte copy
-    std::chrono::steady_clock::time_point reduce_issued, gather_issued;
+    std::shared_ptr<Work> tied, reduce, gather;  // tied: the embedding-group all-reduce of the wte shard
+    std::chrono::steady_clock::time_point reduce_issued, gather_issued, tied_issued;
   };
 
   void rangeDone(int chunk, Gpt<float>::ParamRange range);
   void ensureParameters(int chunk, Gpt<float>::ParamRange range);
   void launchReduce(Bucket& b);
+  /// Waits for bucket i's reduce-scatter and leaves its fp32 shard summed over the DP group.
+  void finishReduce(size_t i);
   void finishGather(Bucket& b);
   void waitFor(const std::shared_ptr<Work>& work, const char* what, size_t bucket,
                std::chrono::steady_clock::time_point issued = {}, int64_t bytes = 0);
@@ -120,8 +125,6 @@ class ZeroOptimizer {
   void gatherShards(std::vector<float> Bucket::*field, std::vector<std::vector<float>>& out);
   // The chunks' parameters rounded to bf16, as every rank holds them after a bf16 all-gather.
   void roundParameters();
-  /// Starts the all-reduce of the tied embedding's gradient between the first and last stage (b deferred).
-  void launchTiedEmbedding(Bucket& b);
   void sumReplicatedAcrossTensorParallel();
   double globalGradientNorm();
 
@@ -131,7 +134,9 @@ class ZeroOptimizer {
   int64_t dp_size_, dp_rank_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> forward_order_;  // bucket indices in the order the next forward reads them
-  std::map<std::pair<int, int64_t>, size_t> bucket_of_;  // (chunk, range begin) -> bucket
+  // (chunk, begin of a range the chunk's hooks report) -> the buckets holding its parts (the front range of a
+  // chunk with the tied embedding is split: wte goes to a bucket of its own)
+  std::map<std::pair<int, int64_t>, std::vector<size_t>> buckets_of_;
   std::vector<int> tensor_base_;                         // first tensor index of each chunk
   int tensor_count_ = 0;
   bool final_backward_ = false;

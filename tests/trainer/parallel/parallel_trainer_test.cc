@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -95,8 +96,14 @@ TEST_P(ParallelTrainerTest, MatchesTheSingleProcessTrainer) {
     for (const auto& chunk : trainer.chunks()) {
       for (const auto& spec : chunk->parameterTable()) {
         auto& w = weights[spec.name];
-        w.resize(static_cast<size_t>(globalSize(spec)));
-        copyShardToGlobal(spec, chunk->parameters() + spec.offset, w.data());
+        std::vector<float> mine(static_cast<size_t>(globalSize(spec)));
+        if (!w.empty()) mine = w;  // other TP ranks' slices
+        copyShardToGlobal(spec, chunk->parameters() + spec.offset, mine.data());
+        // The tied embedding's copies on the first and last stage (and every replica) stay identical.
+        if (spec.layout.shard_dim < 0 && !w.empty()) {
+          EXPECT_EQ(std::memcmp(mine.data(), w.data(), w.size() * sizeof(float)), 0) << spec.name << " on rank " << rank;
+        }
+        w = std::move(mine);
       }
     }
   });
