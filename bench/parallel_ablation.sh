@@ -21,10 +21,12 @@ steps=${2:-14}
 # a chunk's last backward ran, and its all-gather must end before that chunk's first forward; with one chunk
 # both sit at the step's edges, with two the second chunk's traffic runs beside the first chunk's computes:
 # in groups of 8 micro-batches (--microbatch-group-size) 8 of them rather than P = 2. The first chunk's pair
-# stays at the edges (MegaScale §3.2: they cannot be hidden) and takes the same time whatever the batch, so
-# the global batch is 64 (32 micro-batches per pipeline): with 32 (16) they were ~10% of the step at the
-# calibrated rate and the step stayed +16% over compute-only. More chunks per rank (8 layers, 4 chunks of
-# one) shrink the edges too, but doubled the pipeline's hops and ran +20%.
+# stays at the edges (MegaScale §3.2: they cannot be hidden): at the calibrated rate (~290 Mbit/s) each moves
+# ~0.9 MB per rank, ~25 ms, whatever the batch. So the global batch is 128 (64 micro-batches per pipeline, 32
+# per pipeline stage and chunk, as a real run has many more micro-batches than stages): with 64 the edges
+# were ~7% of a step and the step stayed +17% over compute-only (59% hidden); with 128, +9% (77% hidden).
+# More chunks per rank (8 layers, 4 chunks of one) shrink the edges too, but doubled the pipeline's hops and
+# ran +20%.
 pp_extra_warmup=${PP_EXTRA_WARMUP:-2}
 pp_traffic_class=184  # DSCP 46 (expedited forwarding) << 2
 source testbed/emulated_cluster.sh
@@ -109,8 +111,8 @@ echo "megascale parallel ablation (MegaScale Table 3) on $(grep -m1 'model name'
 echo "GEMM: ours-avx512 for every run; model: ${model[*]:0:14}"
 for hosts in ${HOSTS:-2 4}; do
   if [ "$hosts" = 2 ]; then desc="pp2 x dp1, global batch 32" micro=32 layout=(--pp 2 --batch-size 32 --micro-batches 32)
-  else desc="pp2 x dp2, 2 virtual stages in groups of 8, global batch 64" micro=32
-    layout=(--pp 2 --virtual-stages 2 --microbatch-group-size 8 --batch-size 64 --micro-batches 32); fi
+  else desc="pp2 x dp2, 2 virtual stages in groups of 8, global batch 128" micro=64
+    layout=(--pp 2 --virtual-stages 2 --microbatch-group-size 8 --batch-size 128 --micro-batches 64); fi
   hosts_down
   hosts_up "$hosts"
   hosts_rate none
