@@ -15,12 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A chunk holding wte has it at the front of its table (buildParameterTable puts it first).
 bool holdsTiedEmbedding(const Gpt<float>& chunk, const ProcessGroups& groups) {
-  if (!groups.embedding) return false;
-  for (const auto& spec : chunk.parameterTable()) {
-    if (spec.name == "wte") return true;
-  }
-  return false;
+  const auto& table = chunk.parameterTable();
+  return groups.embedding && !table.empty() && table.front().name == "wte";
 }
 
 }  // namespace
@@ -37,9 +35,8 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
     tensor_count_ += static_cast<int>(table.size());
     const bool tied = holdsTiedEmbedding(chunk, groups);
     // The last stage's copy of the tied embedding is a duplicate: counted once in the norm, on the first.
-    const bool duplicate_wte = tied && !chunk.parameterTable().empty() && chunk.parameterTable().front().name == "wte" &&
-                               groups.me.pp != 0;
-    // wte (at the front of the table) alone in a bucket: both stages' copies then shard alike.
+    const bool duplicate_wte = tied && groups.me.pp != 0;
+    // wte alone in a bucket: both stages' copies then shard alike.
     const int64_t wte_end = tied ? table.front().offset + table.front().size() : 0;
     Bucket* open = nullptr;
     const auto add = [&](int64_t hook_begin, int64_t begin, int64_t end, bool own_bucket) {
