@@ -2,9 +2,14 @@
 
 #include "common/backoff.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/address_book.h"
 #include "collectives/bootstrap/local_address.h"
 #include "collectives/bootstrap/store.h"
 #include "collectives/dtype.h"
@@ -134,6 +139,22 @@ uint32_t collectiveTag(uint32_t seq, const ScheduleSpec& spec, mscDataType_t typ
   return static_cast<uint32_t>(h ^ (h >> 32)) & ~kPointToPointTag;
 }
 
+namespace {
+// Reads a rank's shared-memory region identity, announced under `prefix` + rank.
+std::function<node::RegionIdentity(int)> regionFinder(std::shared_ptr<Store> store, std::string prefix,
+                                                      std::chrono::milliseconds timeout) {
+  return [store, prefix, timeout](int peer) {
+    std::string text = store->get(prefix + std::to_string(peer), timeout);
+    node::RegionIdentity identity;
+    if (!node::RegionIdentity::parse(text, &identity)) {
+      throw Error(ErrorCode::kPeerLost, "the store holds a malformed shared-memory identity '" + text + "' for rank " +
+                                            std::to_string(peer));
+    }
+    return identity;
+  };
+}
+}  // namespace
+
 static void validateRank(int rank, int nranks) {
   if (nranks < 1) throw Error(ErrorCode::kInvalidArgument, "comm init: nranks " + std::to_string(nranks) + " < 1");
   if (rank < 0 || rank >= nranks) {
@@ -171,35 +192,29 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   const bool all_local = options.local_size == nranks;
   std::vector<std::string> names = transport::communicatorTransports(options.transport, all_local);
   auto endpoints = listenOn(names, options.transport_options);
-  store->set("world/addr/" + std::to_string(rank), listenerAddresses(endpoints));
-  auto timeout = options.timeout;
-  auto lookup = [store, timeout](int peer) {
-    return transport::decodeAddressList(store->get("world/addr/" + std::to_string(peer), timeout),
-                                        "rank " + std::to_string(peer));
-  };
-  auto links = std::make_unique<PeerLinks>(std::move(endpoints), rank, lookup);
   // Shared-memory regions for the node engine: of all ranks when they share this host, else of this host's
   // ranks, as a stage of hierarchical schedules once the layout is known (setUpHostStage).
-  std::unique_ptr<node::NodeEngine> node;
   std::unique_ptr<node::Region> region;
-  if (includesShm(names) && options.node_engine && nranks > 1) {
-    region = node::Region::create(rank, options.node.slot_bytes);
-    store->set("world/node/" + std::to_string(rank), region->identity().toString());
-  }
-  auto find_region = [store, timeout](int peer) {
-    std::string text = store->get("world/node/" + std::to_string(peer), timeout);
-    node::RegionIdentity identity;
-    if (!node::RegionIdentity::parse(text, &identity)) {
-      throw Error(ErrorCode::kPeerLost, "the store holds a malformed shared-memory identity '" + text + "' for rank " +
-                                            std::to_string(peer));
-    }
-    return identity;
-  };
+  if (includesShm(names) && options.node_engine && nranks > 1) region = node::Region::create(rank, options.node.slot_bytes);
+  // Publishing is this rank's whole part of the job's start: one store call, no barrier, nothing read.
+  std::vector<std::pair<std::string, std::string>> published{{AddressBook::keyOf(rank), listenerAddresses(endpoints)}};
+  if (region) published.emplace_back("world/node/" + std::to_string(rank), region->identity().toString());
+  store->multiSet(published);
+  auto book = std::make_shared<AddressBook>(store, options.timeout);
+  auto lookup = [book](int peer) { return book->lookup(peer); };
+  auto links = std::make_unique<PeerLinks>(std::move(endpoints), rank, lookup);
+  links->setPrefetch([book](const std::vector<int>& peers) { book->prefetch(peers); });
+  auto find_region = regionFinder(store, "world/node/", options.timeout);
+  std::unique_ptr<node::NodeEngine> node;
   if (region && all_local) node = std::make_unique<node::NodeEngine>(rank, nranks, options.node, std::move(region), find_region);
   auto comm = std::shared_ptr<Communicator>(
       new Communicator(rank, nranks, std::move(options), std::move(links), std::move(names), std::move(node)));
   comm->pending_region_ = std::move(region);  // before any task reaches the worker
   comm->region_of_ = find_region;
+  comm->address_of_ = lookup;
+  comm->prefetch_ = [book](const std::vector<int>& peers) { book->prefetch(peers); };
+  comm->store_ = store;
+  comm->world_rank_of_ = [](int r) { return r; };
   MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks,
                comm->transportName().c_str(), comm->node_ ? " (shared-memory collectives)" : "");
   return comm;
@@ -215,6 +230,12 @@ Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, st
       transport_names_(std::move(transport_names)) {
   agreed_links_ = options_.link_costs;
   links_->setAbortFlag(&aborted_);
+}
+
+void Communicator::startWorkerLocked() {
+  if (worker_.joinable()) return;
+  wake_fd_ = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_fd_.valid()) throw Error(ErrorCode::kSystem, "rank " + std::to_string(rank_) + ": eventfd failed: " + errnoText(errno));
   worker_ = std::jthread([this](std::stop_token stop) { workerLoop(stop); });
 }
 
@@ -225,6 +246,11 @@ Communicator::~Communicator() {
   }
   worker_.request_stop();
   queue_cv_.notify_all();
+  if (wake_fd_.valid()) {
+    uint64_t one = 1;
+    ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof(one));
+    (void)ignored;
+  }
 }
 
 void Communicator::validate(const char* op, const void* in, const void* out, size_t count, mscDataType_t type,
@@ -391,16 +417,40 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
     // Peers are slow: the worker finishes it, ahead of anything issued later.
     task.resume = true;
     lock.lock();
+    startWorkerLocked();
     queue_.push_front(std::move(task));
     --running_;
-    lock.unlock();
-    queue_cv_.notify_all();
+    wakeWorker(lock);
     return work;
   }
+  startWorkerLocked();
   queue_.push_back(std::move(task));
+  wakeWorker(lock);
+  return work;
+}
+
+void Communicator::wakeWorker(std::unique_lock<std::mutex>& lock) {
+  const bool idle = worker_idle_;
   lock.unlock();
   queue_cv_.notify_all();
-  return work;
+  if (idle) {
+    uint64_t one = 1;
+    ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+void Communicator::idleWait() {
+  // The shared listeners' descriptors: a peer connecting to any of this rank's groups wakes us, so its handshake
+  // never waits for our next operation, and an idle rank costs no timer wake-ups.
+  std::vector<pollfd> fds{pollfd{wake_fd_.get(), POLLIN, 0}};
+  const bool complete = links_->appendIncomingReadiness(fds);
+  (void)::poll(fds.data(), fds.size(), complete ? 1000 : 10);
+  if (fds[0].revents & POLLIN) {
+    uint64_t count;
+    ssize_t ignored = ::read(wake_fd_.get(), &count, sizeof(count));
+    (void)ignored;
+  }
 }
 
 void Communicator::workerLoop(std::stop_token stop) {
@@ -411,14 +461,19 @@ void Communicator::workerLoop(std::stop_token stop) {
       std::unique_lock<std::mutex> lock(queue_mutex_);
       // While idle, keep answering peers that connect to us, so they are not held up by our idleness.
       // A task waits while a caller runs one inline (running_ > 0), so tasks still run one at a time.
-      while (!queue_cv_.wait_for(lock, stop, std::chrono::milliseconds(10),
-                                 [&] { return !queue_.empty() && running_ == 0; })) {
+      while (queue_.empty() || running_ > 0) {
         if (stop.stop_requested()) return;
-        if (!broken_.isOk() || running_ > 0) continue;
+        if (!broken_.isOk() || running_ > 0) {
+          queue_cv_.wait_for(lock, stop, std::chrono::milliseconds(10), [&] { return !queue_.empty() && running_ == 0; });
+          continue;
+        }
+        worker_idle_ = true;
         lock.unlock();
         Status s = links_->pollIncoming();
         if (!s.isOk()) MSC_LOG_DEBUG("while idle: %s", s.message().c_str());
+        idleWait();
         lock.lock();
+        worker_idle_ = false;
       }
       task = std::move(queue_.front());
       queue_.pop_front();
@@ -569,36 +624,48 @@ void Communicator::setUpHostStage(std::unique_ptr<node::Region> region,
   host_stage_ = std::move(stage);
 }
 
+namespace {
+Error badSplit(int rank, const std::string& why) {
+  return Error(ErrorCode::kInvalidArgument, "split: rank " + std::to_string(rank) + ": " + why);
+}
+
+void checkTrafficClass(int rank, int traffic_class) {
+  if (traffic_class < -1 || traffic_class > 255) {
+    throw badSplit(rank, "traffic class " + std::to_string(traffic_class) + " must be a TOS byte (0-255) or -1 for the parent's");
+  }
+}
+}  // namespace
+
+Communicator::ChildLinks Communicator::nextChild(const SplitOptions& options) {
+  ChildLinks child{0, children_.fetch_add(1), {}, options_.transport_options.traffic_class};
+  if (options.traffic_class < 0 || options.traffic_class == options_.transport_options.traffic_class) {
+    child.transports = links_->transports();
+  } else {
+    child.traffic_class = options.traffic_class;
+    // Its own transports, so its connections carry its traffic class (both ends: the hello names it).
+    transport::TransportOptions topts = options_.transport_options;
+    topts.traffic_class = options.traffic_class;
+    for (const std::string& name : transport_names_) child.transports.push_back(transport::createTransport(name, topts));
+  }
+  return child;
+}
+
 std::shared_ptr<Communicator> Communicator::split(int color, int key, const SplitOptions& options) {
-  if (color < MSC_SPLIT_NOCOLOR) {
-    throw Error(ErrorCode::kInvalidArgument, "split: rank " + std::to_string(rank_) + ": color " +
-                                                 std::to_string(color) + " must be >= 0 or MSC_SPLIT_NOCOLOR");
-  }
-  if (options.traffic_class < -1 || options.traffic_class > 255) {
-    throw Error(ErrorCode::kInvalidArgument, "split: rank " + std::to_string(rank_) + ": traffic class " +
-                                                 std::to_string(options.traffic_class) +
-                                                 " must be a TOS byte (0-255) or -1 for the parent's");
-  }
-  // Each rank contributes (color, key, its new listener's address) in one all-gather over the parent.
-  // A child of a shared-memory communicator gets its own shared region, announced in the same exchange.
+  if (color < MSC_SPLIT_NOCOLOR) throw badSplit(rank_, "color " + std::to_string(color) + " must be >= 0 or MSC_SPLIT_NOCOLOR");
+  checkTrafficClass(rank_, options.traffic_class);
+  // Each rank contributes (color, key, its host) in one all-gather over the parent. A child of a shared-memory
+  // communicator gets its own shared region, announced in the same exchange.
   struct Entry {
     int32_t color;
     int32_t key;
-    uint32_t addresses_size;
-    char addresses[transport::kMaxAddressListBytes];
     node::RegionIdentity region;
     uint64_t host_key;  // the child's host layout and network link, with no exchange of their own
     LinkReport network;
   };
-  transport::TransportOptions topts = options_.transport_options;
-  if (options.traffic_class >= 0) topts.traffic_class = options.traffic_class;
-  auto endpoints = listenOn(transport_names_, topts);
-  const std::string my_addresses = listenerAddresses(endpoints);
+  ChildLinks child_links = nextChild(options);
   std::unique_ptr<node::Region> region;
   if (includesShm(transport_names_) && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
-  Entry mine{color, key, static_cast<uint32_t>(my_addresses.size()), {}, {}, hostKey(),
-             LinkReport::of(options_.link_costs.network)};
-  std::memcpy(mine.addresses, my_addresses.data(), my_addresses.size());
+  Entry mine{color, key, {}, hostKey(), LinkReport::of(options_.link_costs.network)};
   if (region) mine.region = region->identity();
   std::vector<Entry> all(nranks_);
   Status s = allGather(&mine, all.data(), sizeof(Entry), mscUint8)->wait(options_.timeout + std::chrono::seconds(5));
@@ -610,36 +677,104 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   }
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
   int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  std::vector<transport::ListenerAddresses> table;
   std::vector<node::RegionIdentity> regions;
   std::vector<uint64_t> host_keys;
   std::vector<LinkReport> networks;
   for (int r : members) {
     host_keys.push_back(all[r].host_key);
     networks.push_back(all[r].network);
-    const size_t size = std::min<size_t>(all[r].addresses_size, transport::kMaxAddressListBytes);
-    table.push_back(transport::decodeAddressList(std::string_view(all[r].addresses, size),
-                                                 "rank " + std::to_string(r) + " of the parent"));
     regions.push_back(all[r].region);
   }
-  auto lookup = [table](int peer) { return table.at(static_cast<size_t>(peer)); };
-  auto links = std::make_unique<PeerLinks>(std::move(endpoints), new_rank, lookup);
-  int new_size = static_cast<int>(members.size());
+  const int new_size = static_cast<int>(members.size());
+  auto comm = makeChild(child_links, new_rank, new_size, [members](int peer) { return members.at(static_cast<size_t>(peer)); });
   // The child's node engine: over all its ranks when they share one host, else over its ranks on this host as
   // a stage of hierarchical schedules.
   auto layout = std::make_unique<HostLayout>(HostLayout::fromKeys(host_keys));
   const auto region_of = [regions](int peer) { return regions.at(static_cast<size_t>(peer)); };
-  std::unique_ptr<node::NodeEngine> node;
   if (region && new_size > 1 && layout->hosts() == 1) {
-    node = std::make_unique<node::NodeEngine>(new_rank, new_size, options_.node, std::move(region), region_of);
+    comm->node_ = std::make_unique<node::NodeEngine>(new_rank, new_size, options_.node, std::move(region), region_of);
   }
-  CommunicatorOptions child = options_;
-  child.transport_options.traffic_class = topts.traffic_class;  // the child's own splits inherit it
-  auto comm = std::shared_ptr<Communicator>(
-      new Communicator(new_rank, new_size, child, std::move(links), transport_names_, std::move(node)));
   comm->layout_ = std::move(layout);  // before any task reaches its worker
   comm->agreed_links_.network = agreedNetwork(networks);
   comm->setUpHostStage(std::move(region), region_of);
+  return comm;
+}
+
+std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group, const SplitOptions& options) {
+  checkTrafficClass(rank_, options.traffic_class);
+  if (group.count < 0 || group.count > nranks_) {
+    throw badSplit(rank_, "a group of " + std::to_string(group.count) + " ranks in a communicator of " + std::to_string(nranks_));
+  }
+  const int64_t last = int64_t{group.first} + int64_t{group.stride} * (group.count - 1);
+  if (group.count > 0 && (group.first < 0 || group.first >= nranks_ || last < 0 || last >= nranks_ ||
+                          (group.count > 1 && group.stride == 0))) {
+    throw badSplit(rank_, "ranks " + std::to_string(group.first) + " + i x " + std::to_string(group.stride) + " for i < " +
+                              std::to_string(group.count) + " do not lie in 0.." + std::to_string(nranks_ - 1));
+  }
+  const int64_t offset = int64_t{rank_} - group.first;
+  const bool member = group.count > 0 && (group.stride == 0 ? offset == 0 : offset % group.stride == 0) &&
+                      (group.stride == 0 ? 0 : offset / group.stride) >= 0 &&
+                      (group.stride == 0 ? 0 : offset / group.stride) < group.count;
+  if (group.count > 0 && !member) throw badSplit(rank_, "the group it names does not include it");
+  ChildLinks child_links = nextChild(options);  // non-members count too, so every rank numbers splits alike
+  if (group.count == 0) return nullptr;
+  const int new_rank = group.stride == 0 ? 0 : static_cast<int>(offset / group.stride);
+  auto comm = makeChild(child_links, new_rank, group.count,
+                        [group](int peer) { return group.first + peer * group.stride; });
+  const bool all_local = options_.local_size == nranks_;
+  comm->options_.local_size = all_local ? group.count : -1;  // else its layout is exchanged at first need
+  comm->options_.local_rank = all_local ? new_rank : -1;
+  if (includesShm(transport_names_) && options_.node_engine && group.count > 1) {
+    auto region = node::Region::create(-1, options_.node.slot_bytes);
+    char group_hex[9];
+    std::snprintf(group_hex, sizeof(group_hex), "%08x", comm->links_->group());
+    const std::string prefix = "group/" + std::string(group_hex) + "/node/";
+    store_->set(prefix + std::to_string(new_rank), region->identity().toString());
+    auto find_region = regionFinder(store_, prefix, options_.timeout);
+    if (all_local) {
+      comm->node_ = std::make_unique<node::NodeEngine>(new_rank, group.count, options_.node, std::move(region), find_region);
+    } else {
+      comm->pending_region_ = std::move(region);
+    }
+    comm->region_of_ = find_region;
+  }
+  return comm;
+}
+
+std::shared_ptr<Communicator> Communicator::makeChild(ChildLinks child_links, int new_rank, int new_size,
+                                                      std::function<int(int)> parent_rank_of) {
+  // The same id on every member: the parent's group, how many splits it made before, and the world rank of
+  // the child's first member (sibling groups of one split have distinct members), hashed; 0 is the world's.
+  // It tells the group's connections apart on the shared listeners and names its keys in the store.
+  const auto parent_world_rank = world_rank_of_;
+  const auto world_rank_of = [parent_world_rank, parent_rank_of](int r) { return parent_world_rank(parent_rank_of(r)); };
+  uint64_t h = (uint64_t{links_->group()} << 32 | child_links.sequence) * 0x9e3779b97f4a7c15ULL;
+  h ^= static_cast<uint64_t>(world_rank_of(0)) * 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 31;
+  h *= 0x94d049bb133111ebULL;
+  child_links.group = static_cast<uint32_t>(h ^ (h >> 32));
+  if (child_links.group == 0) child_links.group = 1;
+  auto parent_lookup = address_of_;
+  auto parent_prefetch = prefetch_;
+  auto lookup = [parent_lookup, parent_rank_of](int peer) { return parent_lookup(parent_rank_of(peer)); };
+  auto links = std::make_unique<PeerLinks>(links_->hub(), child_links.group, child_links.transports, new_rank, lookup);
+  PeerLinks::AddressPrefetch prefetch;
+  if (parent_prefetch) {
+    prefetch = [parent_prefetch, parent_rank_of](const std::vector<int>& peers) {
+      std::vector<int> mapped;
+      mapped.reserve(peers.size());
+      for (int p : peers) mapped.push_back(parent_rank_of(p));
+      parent_prefetch(mapped);
+    };
+    links->setPrefetch(prefetch);
+  }
+  CommunicatorOptions child = options_;
+  child.transport_options.traffic_class = child_links.traffic_class;  // its own splits inherit it
+  auto comm = std::shared_ptr<Communicator>(new Communicator(new_rank, new_size, child, std::move(links), transport_names_, nullptr));
+  comm->address_of_ = lookup;
+  comm->prefetch_ = prefetch;
+  comm->store_ = store_;
+  comm->world_rank_of_ = world_rank_of;
   return comm;
 }
 

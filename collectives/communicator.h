@@ -103,9 +103,25 @@ class Communicator {
     int traffic_class = -1;
   };
   /// Collective over this communicator. Ranks with the same color form a new communicator, ordered by
-  /// (key, rank). MSC_SPLIT_NOCOLOR gives nullptr. Addresses travel in the parent's all-gather: no store.
+  /// (key, rank). MSC_SPLIT_NOCOLOR gives nullptr. One all-gather over the parent of (color, key, host); the
+  /// child shares the parent's listeners and finds its peers through the parent: no new socket, no store.
   std::shared_ptr<Communicator> split(int color, int key, const SplitOptions& options);
   std::shared_ptr<Communicator> split(int color, int key) { return split(color, key, SplitOptions{}); }
+
+  /// A group every rank can name without asking: the parent's ranks first, first + stride, ..., `count` of
+  /// them, in the child's rank order. Megatron's tensor, data and pipeline groups all have this shape.
+  struct RankStride {
+    int first = 0;
+    int stride = 1;
+    int count = 0;  // 0: this rank joins no group
+  };
+  /// Collective over this communicator like split(): every rank calls it, in the same order as its other
+  /// splits, naming its own group (count 0: none, and it gets nullptr). No exchange at all: the child shares
+  /// the parent's listeners and finds its peers through the parent, so making it costs no message and no store
+  /// operation (one set, to announce a shared-memory region, where the child runs the node engine). A rank that
+  /// names a group its members do not name never meets them: its first operation times out.
+  std::shared_ptr<Communicator> splitStrided(const RankStride& group, const SplitOptions& options);
+  std::shared_ptr<Communicator> splitStrided(const RankStride& group) { return splitStrided(group, SplitOptions{}); }
 
   /// Fails the running and queued operations at once; the communicator stays broken.
   void abort();
@@ -135,6 +151,25 @@ class Communicator {
 
   Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
                std::vector<std::string> transport_names, std::unique_ptr<node::NodeEngine> node);
+  /// The sequence number (split and splitStrided share the count, so every rank numbers its children alike),
+  /// transports and traffic class of the next child; makeChild() fills in its group id.
+  struct ChildLinks {
+    uint32_t group;
+    uint64_t sequence;
+    std::vector<std::shared_ptr<transport::Transport>> transports;
+    int traffic_class;
+  };
+  ChildLinks nextChild(const SplitOptions& options);
+  /// A child over this communicator's listeners: rank `new_rank` of `new_size`, whose rank p is this one's
+  /// parent_rank_of(p).
+  std::shared_ptr<Communicator> makeChild(ChildLinks child_links, int new_rank, int new_size,
+                                          std::function<int(int)> parent_rank_of);
+  /// Starts the worker thread on the first task: a communicator never used costs no thread. queue_mutex_ held.
+  void startWorkerLocked();
+  /// Releases `lock` (queue_mutex_) and wakes the worker, out of idleWait() too.
+  void wakeWorker(std::unique_lock<std::mutex>& lock);
+  /// Sleeps until a task comes or a peer connects (the shared listeners' descriptors), else up to 10 ms.
+  void idleWait();
   std::shared_ptr<Work> submitCollective(Collective c, const void* in, void* out, size_t count, mscDataType_t type,
                                          mscRedOp_t op, int root);
   std::shared_ptr<Work> enqueue(Task task);
@@ -163,6 +198,13 @@ class Communicator {
   const int nranks_;
   CommunicatorOptions options_;
   std::unique_ptr<PeerLinks> links_;  // the thread running a task only
+  // How children find their peers: this communicator's rank -> its addresses (and many at once), and the store
+  // children announce shared-memory regions in. Set once at creation.
+  PeerLinks::AddressLookup address_of_;
+  PeerLinks::AddressPrefetch prefetch_;
+  std::shared_ptr<Store> store_;
+  std::function<int(int)> world_rank_of_;  // this communicator's rank -> the world's
+  std::atomic<uint32_t> children_{0};     // splits so far
   std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
   ScratchCache scratch_;                    // the thread running a task
   std::unique_ptr<HostLayout> layout_;      // the thread running a task (a split sets it before any task)
@@ -182,7 +224,9 @@ class Communicator {
   Status broken_;  // guarded by queue_mutex_
   std::atomic<bool> aborted_{false};
   uint32_t next_sequence_ = 0;  // guarded by queue_mutex_
-  std::jthread worker_;
+  bool worker_idle_ = false;    // guarded by queue_mutex_: the worker sleeps in idleWait(); wake it through wake_fd_
+  Fd wake_fd_;                  // an eventfd, made with the worker
+  std::jthread worker_;         // started by the first task
 };
 
 /// Starts a store server that lives until the process exits (rank 0's store under a launcher,

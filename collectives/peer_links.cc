@@ -6,27 +6,52 @@
 
 namespace megascale {
 
+namespace {
+std::vector<std::shared_ptr<transport::Transport>> transportsOf(const std::vector<PeerLinks::Endpoint>& endpoints) {
+  std::vector<std::shared_ptr<transport::Transport>> transports;
+  for (const PeerLinks::Endpoint& e : endpoints) transports.push_back(e.transport);
+  return transports;
+}
+}  // namespace
+
 PeerLinks::PeerLinks(std::vector<Endpoint> endpoints, int rank, AddressLookup lookup)
-    : endpoints_(std::move(endpoints)), rank_(rank), lookup_(std::move(lookup)) {}
+    : transports_(transportsOf(endpoints)), rank_(rank), lookup_(std::move(lookup)) {
+  hub_ = std::make_shared<ListenerHub>(std::move(endpoints));
+}
+
+PeerLinks::PeerLinks(std::shared_ptr<ListenerHub> hub, uint32_t group,
+                     std::vector<std::shared_ptr<transport::Transport>> transports, int rank, AddressLookup lookup)
+    : hub_(std::move(hub)), group_(group), transports_(std::move(transports)), rank_(rank), lookup_(std::move(lookup)) {}
+
+PeerLinks::~PeerLinks() {
+  if (group_ != 0) hub_->closeGroup(group_);  // a group's late arrivals are refused, not kept
+}
+
+void PeerLinks::prefetch(const std::vector<int>& peers) {
+  if (!prefetch_) return;
+  std::vector<int> unknown;
+  for (int p : peers) {
+    if (p != rank_ && !hosts_.count(p) && !send_.count(p)) unknown.push_back(p);
+  }
+  if (unknown.empty()) return;
+  try {
+    prefetch_(unknown);
+  } catch (const Error&) {  // the connection that needs the address reports it, naming the peer
+  }
+}
 
 Status PeerLinks::pollIncoming() {
   if (closed_) return Status(ErrorCode::kAborted, "connections were closed after an earlier error");
-  for (Endpoint& e : endpoints_) {
-    while (true) {
-      std::unique_ptr<transport::RecvComm> comm;
-      MSC_RETURN_IF_ERROR(e.listener->accept(&comm));
-      if (!comm) break;
-      int peer = static_cast<int>(comm->remoteId());
-      recv_[peer] = std::move(comm);  // a reconnect replaces a stale comm
-    }
-  }
+  ListenerHub::Arrivals arrived;
+  MSC_RETURN_IF_ERROR(hub_->collect(group_, &arrived));
+  for (auto& [peer, comm] : arrived) recv_[peer] = std::move(comm);  // a reconnect replaces a stale comm
   return Status::ok();
 }
 
 void PeerLinks::closeAll() {
   send_.clear();
   recv_.clear();
-  for (Endpoint& e : endpoints_) e.listener.reset();
+  hub_->closeGroup(group_);
   closed_ = true;
 }
 
@@ -55,8 +80,8 @@ std::string PeerLinks::describePeer(int peer) const {
 std::string PeerLinks::peersByTransport() const {
   std::lock_guard<std::mutex> lock(chosen_mutex_);
   std::string text;
-  for (const Endpoint& e : endpoints_) {
-    const std::string& name = e.transport->properties().name;
+  for (const auto& t : transports_) {
+    const std::string& name = t->properties().name;
     const auto peers = std::count_if(chosen_.begin(), chosen_.end(), [&](const auto& c) { return c.second == name; });
     if (peers > 0) text += (text.empty() ? "" : " ") + name + " " + std::to_string(peers);
   }
@@ -68,16 +93,16 @@ Status PeerLinks::startConnect(int peer, std::unique_ptr<transport::Connector>* 
     const transport::ListenerAddresses listeners = lookup_(peer);
     hosts_[peer] = listeners.host;
     const std::vector<transport::Address>& addresses = listeners.addresses;
-    for (Endpoint& e : endpoints_) {
+    for (const auto& t : transports_) {
       for (const transport::Address& address : addresses) {
-        if (!e.transport->canConnect(address)) continue;
-        *connector = e.transport->connect(address, static_cast<uint64_t>(rank_));
-        *transport_name = e.transport->properties().name;
+        if (!t->canConnect(address)) continue;
+        *connector = t->connect(address, ListenerHub::connectionId(group_, rank_));
+        *transport_name = t->properties().name;
         return Status::ok();
       }
     }
     std::string mine, theirs;
-    for (const Endpoint& e : endpoints_) mine += (mine.empty() ? "" : ", ") + e.transport->properties().name;
+    for (const auto& t : transports_) mine += (mine.empty() ? "" : ", ") + t->properties().name;
     for (const transport::Address& a : addresses) {
       const std::string text = a.asString();
       theirs += (theirs.empty() ? "" : ", ") + text.substr(0, text.find(':'));

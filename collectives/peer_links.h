@@ -1,8 +1,8 @@
 // The connections of one communicator, made lazily: a rank connects only to the peers its schedules name,
-// looking each peer's listener addresses up once (from the store, or from a table a parent communicator
-// handed over). A rank listens on every transport it offers; per peer it connects with the first of its
-// transports (best first) that can reach one of the peer's addresses: shared memory to a rank on this host,
-// the network transport across hosts.
+// looking each peer's listener addresses up once (from the store, or through the parent communicator). A rank
+// listens on every transport it offers, once: its communicators share the listeners (ListenerHub) and tell
+// their connections apart by group id. Per peer it connects with the first of its transports (best first)
+// that can reach one of the peer's addresses: shared memory to a rank on this host, the network across hosts.
 // Ownership: used only by the communicator's worker thread, except transportTo() (any thread).
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/listener_hub.h"
 #include "common/socket.h"
 #include "transport/address_list.h"
 #include "transport/transport.h"
@@ -22,17 +23,27 @@ namespace megascale {
 
 class PeerLinks {
  public:
-  /// One transport and its listener.
-  struct Endpoint {
-    std::unique_ptr<transport::Transport> transport;
-    std::unique_ptr<transport::Listener> listener;
-  };
+  using Endpoint = ListenerHub::Endpoint;
   /// Returns the peer's host and listener addresses, best first; may wait (store get). Throws Error naming
   /// the peer.
   using AddressLookup = std::function<transport::ListenerAddresses(int peer)>;
+  /// Reads many peers' addresses in one go, ahead of connecting to them; may be empty.
+  using AddressPrefetch = std::function<void(const std::vector<int>& peers)>;
 
-  /// endpoints: best first, as transport::communicatorTransports orders them.
+  /// A communicator of its own listeners: endpoints best first, as transport::communicatorTransports orders them.
   PeerLinks(std::vector<Endpoint> endpoints, int rank, AddressLookup lookup);
+  /// A group over a shared hub: `group` tells its connections apart; `transports` (best first) connect out.
+  PeerLinks(std::shared_ptr<ListenerHub> hub, uint32_t group, std::vector<std::shared_ptr<transport::Transport>> transports,
+            int rank, AddressLookup lookup);
+  ~PeerLinks();
+
+  const std::shared_ptr<ListenerHub>& hub() const { return hub_; }
+  void setPrefetch(AddressPrefetch prefetch) { prefetch_ = std::move(prefetch); }
+  /// Looks up, in one go, the addresses of those of `peers` this rank has no connection to yet. Errors are
+  /// left to the connection that needs the address.
+  void prefetch(const std::vector<int>& peers);
+  uint32_t group() const { return group_; }
+  const std::vector<std::shared_ptr<transport::Transport>>& transports() const { return transports_; }
 
   /// Connect and accept loops give up with kAborted once *aborted is set.
   void setAbortFlag(const std::atomic<bool>* aborted) { aborted_ = aborted; }
@@ -58,15 +69,20 @@ class PeerLinks {
 
   /// Moves incoming handshakes forward; call from wait loops so peers connecting to us never stall.
   Status pollIncoming();
+  /// The descriptors whose readiness lets pollIncoming() move; false if some listener offers none.
+  bool appendIncomingReadiness(std::vector<pollfd>& fds) const { return !closed_ && hub_->appendReadiness(fds); }
 
  private:
   /// Starts connecting to peer with the first transport that reaches one of its addresses.
   Status startConnect(int peer, std::unique_ptr<transport::Connector>* connector, std::string* transport_name);
 
-  std::vector<Endpoint> endpoints_;
+  std::shared_ptr<ListenerHub> hub_;
+  uint32_t group_ = 0;
+  std::vector<std::shared_ptr<transport::Transport>> transports_;  // best first
   bool closed_ = false;
   int rank_;
   AddressLookup lookup_;
+  AddressPrefetch prefetch_;
   const std::atomic<bool>* aborted_ = nullptr;
   std::map<int, std::unique_ptr<transport::SendComm>> send_;
   std::map<int, std::unique_ptr<transport::RecvComm>> recv_;

@@ -69,6 +69,8 @@ const std::vector<Knob>& knobs() {
        "shared job secret (hex) for torchrun/Slurm/MPI launches, where no unique id is passed"},
       {"MEGASCALE_STORE", Type::kString, "", "", "bootstrap",
        "store URL (tcp://host:port or redis://host:port) for torchrun/Slurm/MPI launches"},
+      {"MEGASCALE_STORE_THREADS", Type::kInt, "0", "threads", "bootstrap",
+       "event loops of the embedded store server; 0: min(4, cores)"},
   };
   return table;
 }

@@ -96,6 +96,12 @@ class Listener {
   virtual const Address& address() const = 0;
   /// Non-blocking: *comm is set once a peer has connected and authenticated, else left null.
   virtual Status accept(std::unique_ptr<RecvComm>* comm) = 0;
+  /// Appends the descriptors whose readiness lets accept() move (the listening socket, handshakes under way),
+  /// so an idle rank can sleep in poll() until a peer connects. False: none (the caller naps).
+  virtual bool appendReadiness(std::vector<pollfd>& fds) const {
+    (void)fds;
+    return false;
+  }
 };
 
 class Connector {

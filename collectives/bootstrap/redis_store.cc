@@ -56,6 +56,36 @@ class RedisStore : public Store {
     expectOk(command("set", key, {"SET", prefix_ + key, value}), "set", key);
   }
 
+  void multiSet(const std::vector<std::pair<std::string, std::string>>& pairs) override {
+    if (pairs.empty()) return;
+    std::vector<std::string> args{"MSET"};
+    for (const auto& [key, value] : pairs) {
+      args.push_back(prefix_ + key);
+      args.push_back(value);
+    }
+    expectOk(command("multiSet", pairs.front().first, args), "multiSet", pairs.front().first);
+  }
+
+  std::vector<std::string> multiGet(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    if (keys.empty()) return {};
+    std::vector<std::string> args{"MGET"};
+    for (const std::string& k : keys) args.push_back(prefix_ + k);
+    std::vector<std::string> values;
+    const std::string name = keys.front() + (keys.size() > 1 ? ",..." : "");
+    pollUntil(name, timeout, "get", [&] {  // one MGET per try; done once no key is missing
+      Reply r = command("get", name, args);
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != keys.size()) return false;
+      values.clear();
+      for (size_t i = 0; i < r->elements; ++i) {
+        const redisReply* e = r->element[i];
+        if (e->type != REDIS_REPLY_STRING) return false;
+        values.emplace_back(e->str, e->len);
+      }
+      return true;
+    });
+    return values;
+  }
+
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
     std::string value;
     pollUntil(key, timeout, "get", [&] {

@@ -3,8 +3,25 @@
 #include "collectives/bootstrap/redis_store.h"
 #include "collectives/bootstrap/tcp_store_client.h"
 #include "collectives/bootstrap/unique_id.h"
+#include "common/socket.h"
+
+#include <algorithm>
 
 namespace megascale {
+
+void Store::multiSet(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  for (const auto& [key, value] : pairs) set(key, value);
+}
+
+std::vector<std::string> Store::multiGet(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  const Deadline deadline = deadlineAfter(timeout);
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (const std::string& key : keys) {
+    values.push_back(get(key, std::chrono::milliseconds(std::max(1, msUntil(deadline)))));
+  }
+  return values;
+}
 
 std::unique_ptr<Store> connectStore(const UniqueId& id, const std::string& who, std::chrono::milliseconds timeout) {
   StoreAddress address = parseStoreUrl(id.store_url);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace megascale {
@@ -16,8 +17,12 @@ class Store {
   virtual ~Store() = default;
 
   virtual void set(const std::string& key, const std::string& value) = 0;
+  /// Sets every pair, in one round trip where the backend can (the default sets them one by one).
+  virtual void multiSet(const std::vector<std::pair<std::string, std::string>>& pairs);
   /// Waits until the key exists, then returns its value. Throws Error(kTimeout) at the deadline.
   virtual std::string get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  /// Waits until every key exists, then returns their values in order; one round trip where the backend can.
+  virtual std::vector<std::string> multiGet(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
   /// Waits until all keys exist. Throws Error(kTimeout) naming the keys still missing.
   virtual void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
   /// Atomically adds delta to the integer stored at key (0 if absent) and returns the new value.

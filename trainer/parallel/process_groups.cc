@@ -26,10 +26,10 @@ std::string ParallelLayout::describe() const {
 
 namespace {
 
-std::shared_ptr<Communicator> splitOrThrow(Communicator& parent, int color, int key, const char* what,
+std::shared_ptr<Communicator> splitOrThrow(Communicator& parent, const Communicator::RankStride& group, const char* what,
                                            Communicator::SplitOptions options = {}) {
-  auto child = parent.split(color, key, options);
-  if (!child && color != MSC_SPLIT_NOCOLOR) {
+  auto child = parent.splitStrided(group, options);
+  if (!child && group.count > 0) {
     throw std::runtime_error(std::string("creating the ") + what + " group on rank " + std::to_string(parent.rank()) +
                              " gave no communicator");
   }
@@ -46,31 +46,34 @@ ProcessGroups ProcessGroups::create(std::shared_ptr<Communicator> world, int tp,
   g.world = world;
   const ParallelLayout& l = g.layout;
   const ParallelLayout::Coordinates& c = g.me;
-  g.tp = splitOrThrow(*world, c.pp * l.dp + c.dp, c.tp, "tensor-parallel");
-  g.dp = splitOrThrow(*world, c.pp * l.tp + c.tp, c.dp, "data-parallel");
-  g.pp = splitOrThrow(*world, c.dp * l.tp + c.tp, c.pp, "pipeline");
+  // Every group is an arithmetic progression of world ranks that each rank computes from the layout: no
+  // exchange and no store traffic, whatever the world's size.
+  g.tp = splitOrThrow(*world, {l.rankOf({0, c.dp, c.pp}), 1, l.tp}, "tensor-parallel");
+  g.dp = splitOrThrow(*world, {l.rankOf({c.tp, 0, c.pp}), l.tp, l.dp}, "data-parallel");
+  g.pp = splitOrThrow(*world, {l.rankOf({c.tp, c.dp, 0}), l.tp * l.dp, l.pp}, "pipeline");
   const bool holds_embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
-  g.embedding = splitOrThrow(*g.pp, holds_embedding ? 0 : MSC_SPLIT_NOCOLOR, c.pp, "tied-embedding");
+  g.embedding = splitOrThrow(*g.pp, {0, l.pp - 1, holds_embedding ? 2 : 0}, "tied-embedding");
 
   // Edge e links pipeline rank e to e + 1 (edge P-1 wraps to 0). Edges sharing a rank are made in different
   // rounds, since a split gives each rank one communicator: even edges, odd edges, then the wrap-around.
   const int p = l.pp;
-  const int edges = wrap ? p : p - 1;
+  const int edges = p == 1 ? 0 : (wrap ? p : p - 1);
   for (int round = 0; round < 3; ++round) {
     const auto in_round = [&](int e) { return e < edges && (e == p - 1 ? round == 2 : e % 2 == round); };
-    int color = MSC_SPLIT_NOCOLOR, key = 0;
+    const auto edge = [&](int e) { return Communicator::RankStride{e, (e + 1) % p - e, 2}; };  // sender first
     const int as_sender = c.pp, as_receiver = (c.pp + p - 1) % p;  // the edges this rank starts and ends
+    Communicator::RankStride group{0, 1, 0};
+    int key = 0;
     if (in_round(as_sender)) {
-      color = as_sender;
-      key = 0;
+      group = edge(as_sender);
     } else if (in_round(as_receiver)) {
-      color = as_receiver;
+      group = edge(as_receiver);
       key = 1;
     }
     const Communicator::SplitOptions link_options{pipeline_traffic_class};
-    auto activations = splitOrThrow(*g.pp, color, key, "pipeline-link", link_options);
-    auto gradients = splitOrThrow(*g.pp, color, key, "pipeline-link", link_options);
-    if (color == MSC_SPLIT_NOCOLOR) continue;
+    auto activations = splitOrThrow(*g.pp, group, "pipeline-link", link_options);
+    auto gradients = splitOrThrow(*g.pp, group, "pipeline-link", link_options);
+    if (group.count == 0) continue;
     PipelineLink& link = key == 0 ? g.next : g.previous;
     link.activations = activations;
     link.gradients = gradients;

@@ -1,6 +1,7 @@
 // The trainer's process groups, laid out as Megatron-LM and MegaScale do: tensor parallel innermost (a TP
 // group is consecutive ranks, so it stays inside a host), then data parallel, then pipeline parallel:
-// rank = tp + T * (dp + D * pp). Every group is a split of the world communicator; the pipeline's links are
+// rank = tp + T * (dp + D * pp). Every group is a strided split of the world communicator (no exchange, no
+// store: each rank computes its groups from the layout); the pipeline's links are
 // two-rank communicators per direction and kind, so activations and gradients each travel on a FIFO of their
 // own and a send never queues behind a receive.
 #pragma once

@@ -102,6 +102,14 @@ class ShmListener : public Listener {
     return Status::ok();
   }
 
+  bool appendReadiness(std::vector<pollfd>& fds) const override {
+    fds.push_back(pollfd{fd_.get(), POLLIN, 0});
+    for (const auto& p : pending_) {
+      fds.push_back(pollfd{p->fd.get(), p->authenticated ? short(POLLIN) : p->auth.wantedEvents(), 0});
+    }
+    return true;
+  }
+
  private:
   struct Pending {
     Fd fd;

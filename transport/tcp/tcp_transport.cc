@@ -43,6 +43,12 @@ class TcpListener : public Listener {
     return Status::ok();
   }
 
+  bool appendReadiness(std::vector<pollfd>& fds) const override {
+    fds.push_back(pollfd{fd_.get(), POLLIN, 0});
+    for (const auto& p : pending_) fds.push_back(pollfd{p->fd.get(), p->auth.wantedEvents(), 0});
+    return true;
+  }
+
  private:
   struct Pending {
     Fd fd;
@@ -98,6 +104,9 @@ class TcpListener : public Listener {
         continue;
       }
       if (g.sockets.empty()) g.sockets.resize(hello.sockets);
+      // Acknowledgements travel in the class of the data they acknowledge (listeners are shared by groups of
+      // different classes).
+      if (hello.traffic_class >= 0) setTrafficClass(p.fd.get(), hello.traffic_class);
       g.sockets[hello.socket_index] = std::move(p.fd);
       g.local_id = hello.local_id;
       g.from = p.from;
@@ -127,7 +136,7 @@ class TcpConnector : public Connector {
     randomBytes(&token, sizeof(token));
     int n = std::max(1, options.sockets_per_comm);
     for (int i = 0; i < n; ++i) {
-      tcp_wire::HelloInfo hello{local_id, token, static_cast<uint16_t>(i), static_cast<uint16_t>(n)};
+      tcp_wire::HelloInfo hello{local_id, token, static_cast<uint16_t>(i), static_cast<uint16_t>(n), options.traffic_class};
       sockets_.push_back(Socket{Fd(), false, false,
                                 AuthSession(AuthSession::Role::kClient, options.secret, tcp_wire::encodeHello(hello))});
     }

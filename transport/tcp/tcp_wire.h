@@ -1,5 +1,6 @@
 // What TCP comms put on the wire.
-//   hello (authenticated by the handshake): u64 local id | u64 connection token | u16 socket index | u16 sockets
+//   hello (authenticated by the handshake): u64 local id | u64 connection token | u16 socket index | u16 sockets |
+//   u16 traffic class + 1 (0: none; the accepting side marks its end of the socket with the connecting side's)
 //   per message, on socket 0: u32 tag | u64 size, then part 0 of the payload; parts 1.. on sockets 1..
 // A message of at least stripe_min bytes is cut into one contiguous part per socket, so both sides know
 // every part's extent from the size alone and each socket streams independently.
@@ -18,6 +19,7 @@ struct HelloInfo {
   uint64_t token;
   uint16_t socket_index;
   uint16_t sockets;
+  int traffic_class = -1;  // the IP TOS byte the connecting side uses, -1 for the system's
 };
 
 inline Hello encodeHello(const HelloInfo& h) {
@@ -26,6 +28,8 @@ inline Hello encodeHello(const HelloInfo& h) {
   std::memcpy(out.data() + 8, &h.token, 8);
   std::memcpy(out.data() + 16, &h.socket_index, 2);
   std::memcpy(out.data() + 18, &h.sockets, 2);
+  const uint16_t tos = static_cast<uint16_t>(h.traffic_class < 0 ? 0 : (h.traffic_class & 0xff) + 1);
+  std::memcpy(out.data() + 20, &tos, 2);
   return out;
 }
 
@@ -35,6 +39,9 @@ inline HelloInfo decodeHello(const Hello& in) {
   std::memcpy(&h.token, in.data() + 8, 8);
   std::memcpy(&h.socket_index, in.data() + 16, 2);
   std::memcpy(&h.sockets, in.data() + 18, 2);
+  uint16_t tos;
+  std::memcpy(&tos, in.data() + 20, 2);
+  h.traffic_class = tos == 0 || tos > 256 ? -1 : tos - 1;
   return h;
 }
 

@@ -40,6 +40,16 @@ class TcpBackend : public StoreBackend {
   }
   UniqueId id() const override { return id_; }
   void kill() override { server_.reset(); }
+  /// A new, empty server on the same port, as after a crash and restart.
+  void restart() {
+    TcpStoreServer::Options options;
+    options.host = "127.0.0.1";
+    options.secret = id_.secret;
+    options.port = parseStoreUrl(id_.store_url).port;
+    server_.reset();
+    server_ = std::make_unique<TcpStoreServer>(options);
+    server_->start();
+  }
   TcpStoreServer* server() { return server_.get(); }
 
  private:

@@ -53,6 +53,48 @@ TEST(TcpStoreServer, ServesThousandsOfConcurrentClients) {
   EXPECT_EQ(setter->add("sum", 0), clients);
 }
 
+TEST(TcpStoreServer, SeveralLoopsWakeEachOthersWaiters) {
+  testing::TcpBackend backend;
+  UniqueId id = backend.id();
+  ASSERT_GE(backend.server()->loops(), 1);
+  // Connections land on whichever loop accepts them; 64 waiters and one setter spread over them.
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int i = 0; i < 64; ++i) stores.push_back(connectStore(id, "client " + std::to_string(i), 5s));
+  std::vector<std::thread> waiters;
+  std::atomic<int> woken{0};
+  for (int i = 0; i < 64; ++i) {
+    waiters.emplace_back([&, i] { woken += stores[i]->multiGet({"a", "b"}, 10s) == std::vector<std::string>{"1", "2"}; });
+  }
+  std::this_thread::sleep_for(50ms);
+  auto setter = connectStore(id, "setter", 5s);
+  setter->set("a", "1");
+  setter->set("b", "2");
+  for (auto& w : waiters) w.join();
+  EXPECT_EQ(woken.load(), 64);
+  EXPECT_EQ(backend.server()->peakConnectionCount(), 65u);
+}
+
+TEST(TcpStoreServer, RestartedStoreIsReportedNotWaitedOn) {
+  testing::TcpBackend backend;
+  auto store = connectStore(backend.id(), "rank 3", 5s);
+  store->set("world/addr/3", "here");
+  backend.restart();  // same port, empty, another incarnation
+  // The first call sees the old connection die; the next reconnects and finds a different store.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      store->get("world/addr/3", 5s);
+      FAIL() << "get returned from a restarted store";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kPeerLost) << e.what();
+      if (std::string(e.what()).find("restarted") != std::string::npos) {
+        EXPECT_NE(std::string(e.what()).find("rank 3"), std::string::npos) << e.what();
+        return;
+      }
+    }
+  }
+  FAIL() << "the restart was never reported";
+}
+
 TEST(TcpStoreServer, OversizedFrameDropsOnlyThatClient) {
   testing::TcpBackend backend;
   UniqueId id = backend.id();
@@ -71,12 +113,19 @@ TEST(TcpStoreServer, MalformedRequestGetsAnErrorReply) {
   testing::TcpBackend backend;
   UniqueId id = backend.id();
   Fd fd = authenticatedSocket(id, parseStoreUrl(id.store_url).port);
-  // A SET whose key length points past the end of the frame.
-  std::string frame = store_protocol::Writer(uint8_t(store_protocol::Op::kSet)).u32(1000).finish();
+  // A SET (request id 7) whose key length points past the end of the frame.
+  std::string frame = store_protocol::Writer(uint8_t(store_protocol::Op::kSet)).u32(7).u32(1000).finish();
   ASSERT_TRUE(sendAll(fd.get(), frame.data(), frame.size(), deadlineAfter(1s), "t").isOk());
-  uint8_t reply[5];
+  uint8_t reply[9];
   ASSERT_TRUE(recvAll(fd.get(), reply, sizeof(reply), deadlineAfter(2s), "t").isOk());
   EXPECT_EQ(reply[4], uint8_t(store_protocol::Reply::kBadRequest));
+  EXPECT_EQ(reply[5], 7);  // the reply names the request it answers
+  // Too short to carry a request id: answered as request 0, and the connection still serves.
+  frame = store_protocol::Writer(uint8_t(store_protocol::Op::kPing)).finish();
+  ASSERT_TRUE(sendAll(fd.get(), frame.data(), frame.size(), deadlineAfter(1s), "t").isOk());
+  ASSERT_TRUE(recvAll(fd.get(), reply, sizeof(reply), deadlineAfter(2s), "t").isOk());
+  EXPECT_EQ(reply[4], uint8_t(store_protocol::Reply::kBadRequest));
+  EXPECT_EQ(reply[5], 0);
   auto good = connectStore(id, "good", 5s);
   good->set("k", "v");
 }

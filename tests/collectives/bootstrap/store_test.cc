@@ -130,6 +130,51 @@ TEST_P(StoreSuite, JobsAreIsolatedByJobId) {
   EXPECT_EQ(a->get("shared-name", 1s), "job-a");
 }
 
+TEST_P(StoreSuite, MultiSetAndMultiGetInOneCall) {
+  auto writer = connect("rank 0");
+  auto reader = connect("rank 1");
+  writer->multiSet({{"m/0", "zero"}, {"m/1", std::string("o\0ne", 4)}, {"m/2", ""}});
+  EXPECT_EQ(reader->multiGet({"m/2", "m/0", "m/1"}, 1s), (std::vector<std::string>{"", "zero", std::string("o\0ne", 4)}));
+  std::thread late([&] {
+    std::this_thread::sleep_for(50ms);
+    writer->set("m/3", "three");
+  });
+  EXPECT_EQ(reader->multiGet({"m/0", "m/3"}, 5s), (std::vector<std::string>{"zero", "three"}));  // waits for the missing one
+  late.join();
+  try {
+    reader->multiGet({"m/0", "m/never"}, 100ms);
+    FAIL() << "multiGet returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(StoreSuite, ThreadsShareOneClientAndAWaitingGetHoldsUpNoOne) {
+  auto shared = connect("process 0");
+  std::atomic<bool> got{false};
+  std::thread waiter([&] { got = shared->get("later", 10s) == "now"; });
+  std::this_thread::sleep_for(50ms);
+  // While one thread's get waits on the same client, 8 threads' requests go through it.
+  std::vector<std::thread> busy;
+  for (int t = 0; t < 8; ++t) {
+    busy.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const std::string key = "t" + std::to_string(t) + "/" + std::to_string(i);
+        shared->set(key, key);
+        EXPECT_EQ(shared->get(key, 1s), key);
+        shared->add("count", 1);
+      }
+    });
+  }
+  for (auto& b : busy) b.join();
+  EXPECT_FALSE(got.load());
+  EXPECT_EQ(shared->add("count", 0), 400);
+  shared->set("later", "now");
+  waiter.join();
+  EXPECT_TRUE(got.load());
+}
+
 TEST_P(StoreSuite, DeadStoreGivesAnErrorNotAHang) {
   auto store = connect();
   store->set("x", "1");
