@@ -115,6 +115,21 @@ Status PeerLinks::startConnect(int peer, std::unique_ptr<transport::Connector>* 
   }
 }
 
+void PeerLinks::waitForProgress(IdleBackoff& backoff, const transport::Connector* connector) {
+  // Past the spins, sleep until our connection or the listeners move (a crowded host's ranks would
+  // otherwise take turns yielding and napping while the handshakes wait for them).
+  if (backoff.socketsFirst()) {
+    std::vector<pollfd> fds;
+    const bool complete = (connector == nullptr || connector->appendReadiness(fds)) && appendIncomingReadiness(fds);
+    if (complete && !fds.empty()) {
+      (void)::poll(fds.data(), fds.size(), 10);
+      backoff.rested();
+      return;
+    }
+  }
+  backoff.idle();
+}
+
 Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** comm) {
   auto it = send_.find(peer);
   if (it != send_.end()) {
@@ -140,7 +155,7 @@ Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** co
       return Status(ErrorCode::kTimeout, "connecting to rank " + std::to_string(peer) + " over " + name +
                                              ": timed out (is it alive and in the same job?)");
     }
-    backoff.idle();
+    waitForProgress(backoff, connector.get());
   }
   *comm = made.get();
   send_[peer] = std::move(made);
@@ -171,7 +186,7 @@ Status PeerLinks::recvComm(int peer, Deadline deadline, transport::RecvComm** co
       return Status(ErrorCode::kTimeout, "waiting for rank " + std::to_string(peer) +
                                              " to connect: timed out (is it alive and in the same job?)");
     }
-    backoff.idle();
+    waitForProgress(backoff, nullptr);
   }
 }
 

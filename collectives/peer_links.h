@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectives/listener_hub.h"
+#include "common/backoff.h"
 #include "common/socket.h"
 #include "transport/address_list.h"
 #include "transport/transport.h"
@@ -73,6 +74,8 @@ class PeerLinks {
   bool appendIncomingReadiness(std::vector<pollfd>& fds) const { return !closed_ && hub_->appendReadiness(fds); }
 
  private:
+  /// Waits a little for a connection to move: sleeps on descriptors once the backoff says so, else naps.
+  void waitForProgress(IdleBackoff& backoff, const transport::Connector* connector);
   /// Starts connecting to peer with the first transport that reaches one of its addresses.
   Status startConnect(int peer, std::unique_ptr<transport::Connector>* connector, std::string* transport_name);
 

@@ -109,6 +109,12 @@ class Connector {
   virtual ~Connector() = default;
   /// Non-blocking: call until *comm is set. Errors name the address.
   virtual Status poll(std::unique_ptr<SendComm>* comm) = 0;
+  /// Appends the descriptors whose readiness lets poll() move, so a connecting rank can sleep in poll().
+  /// False: none now (the caller naps).
+  virtual bool appendReadiness(std::vector<pollfd>& fds) const {
+    (void)fds;
+    return false;
+  }
 };
 
 class Transport {

@@ -32,6 +32,7 @@ struct TcpStoreClient::Connection {
 
 struct TcpStoreClient::Pending {
   Connection* connection = nullptr;
+  std::condition_variable wake;  // its reply came, or it may become the reader: only its caller wakes
   bool done = false;
   Status error;  // the connection failed before the reply came
   uint8_t status = 0;
@@ -131,16 +132,27 @@ void TcpStoreClient::breakConnection(Connection& c, const Status& why) {
     }
     it->second->done = true;
     it->second->error = why;
+    it->second->wake.notify_one();
     it = pending_.erase(it);
   }
   changed_.notify_all();
+}
+
+void TcpStoreClient::handReaderOn() {
+  // One waiter on the live connection takes over reading; waking them all would cost a wake-up per waiter
+  // per reply when thousands of ranks share the client.
+  for (auto& [id, pending] : pending_) {
+    if (!pending->done && pending->connection == connection_.get()) {
+      pending->wake.notify_one();
+      return;
+    }
+  }
 }
 
 Status TcpStoreClient::readReplies(Connection& c, Pending& mine, Deadline deadline) {
   const std::string what = who_ + ": store " + url_;
   while (true) {
     size_t consumed = 0;
-    bool answered = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       while (c.in.size() - consumed >= kReplyHead) {
@@ -153,13 +165,12 @@ Status TcpStoreClient::readReplies(Connection& c, Pending& mine, Deadline deadli
           it->second->status = static_cast<uint8_t>(head[4]);
           it->second->body.assign(head + kReplyHead, len - 5);
           it->second->done = true;
+          it->second->wake.notify_one();
           pending_.erase(it);
-          answered = true;
         }
         consumed += 4 + len;
       }
       c.in.erase(0, consumed);
-      if (answered) changed_.notify_all();
       if (mine.done) return Status::ok();
     }
     const int wait_ms = msUntil(deadline);
@@ -219,10 +230,10 @@ std::string TcpStoreClient::call(uint8_t op, const std::string& fields, const ch
       Status s = readReplies(*c, mine, deadline);
       lock.lock();
       reading_ = false;
-      changed_.notify_all();
       if (!s.isOk() && s.code() != ErrorCode::kTimeout) breakConnection(*c, s);
+      handReaderOn();
       if (!mine.done && Clock::now() >= deadline) break;
-    } else if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !mine.done) {
+    } else if (mine.wake.wait_until(lock, deadline) == std::cv_status::timeout && !mine.done) {
       break;
     }
   }

@@ -50,6 +50,8 @@ class TcpStoreClient : public Store {
   Status readReplies(Connection& c, Pending& mine, Deadline deadline);
   /// Fails every request still waiting on `c` and drops it; mutex_ held.
   void breakConnection(Connection& c, const Status& why);
+  /// The reader stepped down: wakes one waiting caller to read next; mutex_ held.
+  void handReaderOn();
   std::string scoped(const std::string& key) const { return job_prefix_ + key; }
   std::string describe(const char* op, const std::string& key) const;
 
@@ -61,7 +63,7 @@ class TcpStoreClient : public Store {
   std::chrono::milliseconds timeout_;
 
   std::mutex mutex_;  // guards what follows
-  std::condition_variable changed_;  // a reply arrived, the reader stepped down, or a connection came or went
+  std::condition_variable changed_;  // a connection came or went
   std::shared_ptr<Connection> connection_;
   bool connecting_ = false;
   bool reading_ = false;

@@ -191,6 +191,12 @@ class ShmConnector : public Connector {
     return Status::ok();
   }
 
+  bool appendReadiness(std::vector<pollfd>& fds) const override {
+    if (!fd_.valid()) return false;  // the backlog was full: retry soon
+    fds.push_back(pollfd{fd_.get(), auth_.wantedEvents(), 0});
+    return true;
+  }
+
  private:
   Status step(std::unique_ptr<SendComm>* comm) {
     if (!fd_.valid()) {

@@ -162,6 +162,15 @@ class TcpConnector : public Connector {
     return Status::ok();
   }
 
+  bool appendReadiness(std::vector<pollfd>& fds) const override {
+    for (const Socket& s : sockets_) {
+      if (s.authenticated) continue;
+      if (!s.fd.valid()) return false;  // not even started: poll() starts it at once
+      fds.push_back(pollfd{s.fd.get(), s.connected ? s.auth.wantedEvents() : short(POLLOUT), 0});
+    }
+    return true;
+  }
+
  private:
   struct Socket {
     Fd fd;

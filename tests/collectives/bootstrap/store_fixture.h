@@ -13,6 +13,7 @@
 #include "collectives/bootstrap/redis_store.h"
 #include "collectives/bootstrap/store.h"
 #include "collectives/bootstrap/tcp_store_server.h"
+#include "testbed/redis_server.h"
 #include "collectives/bootstrap/unique_id.h"
 
 namespace megascale::testing {
@@ -59,49 +60,20 @@ class TcpBackend : public StoreBackend {
 
 class RedisBackend : public StoreBackend {
  public:
-  RedisBackend() {
-    if (access("/usr/bin/redis-server", X_OK) != 0) {
-      why_ = "redis-server is not installed (scripts/setup.sh installs it)";
-      return;
-    }
-    sockaddr_in bound{};
-    int port;
-    {
-      Fd probe = listenTcp("127.0.0.1", 0, 1, &bound);
-      port = ntohs(bound.sin_port);
-    }
-    id_ = UniqueId::generate("redis://127.0.0.1:" + std::to_string(port));
-    std::string password = redisPasswordFor(id_);
-    std::string port_text = std::to_string(port);
-    pid_ = fork();
-    if (pid_ == 0) {
-      execl("/usr/bin/redis-server", "redis-server", "--port", port_text.c_str(), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--requirepass", password.c_str(), "--loglevel", "warning",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  ~RedisBackend() override { kill(); }
+  RedisBackend() : server_(&id_) {}
   UniqueId id() const override { return id_; }
   std::string unavailable() const override {
 #ifndef MEGASCALE_WITH_HIREDIS
     return "built without hiredis";
 #else
-    return why_;
+    return server_.unavailable();
 #endif
   }
-  void kill() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-  }
+  void kill() override { server_.kill(); }
 
  private:
   UniqueId id_;
-  pid_t pid_ = -1;
-  std::string why_;
+  testbed::RedisServer server_;
 };
 
 }  // namespace megascale::testing

@@ -1,0 +1,358 @@
+// init_scale: how long a job of N ranks takes to become ready, on the real code path, with N up to 16,384 on
+// one machine. Ready means: connected to the store, address published, world communicator made, the trainer's
+// tensor/data/pipeline groups made (trainer::ProcessGroups, as megascale-train makes them), and the first
+// ring-neighbour connection made (8 bytes sent to rank + 1 and received from rank - 1 on the world).
+//
+// Simulated ranks: the ranks are spread over --processes worker processes (a simulated host each holds
+// N / processes ranks). Per rank: its own world communicator (its own TCP listener, worker thread and
+// connections; MEGASCALE_TRANSPORT=tcp, the path between hosts; a loopback address per simulated host of 8
+// ranks), its own groups, its own store view (a counting wrapper). Shared within a process: one store client connection (as ranks behind a host's agent
+// would share one), the creator threads that call the rank's init, and the process's memory.
+// The store server (tcp) runs in this parent process; redis runs as a redis-server child.
+//
+// Prints the time to the last rank ready, percentiles, store operations and bytes per rank, and the store's
+// peak connections and open descriptors. Last line: "init_scale: ranks N seconds S".
+#include <dirent.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/init_scale_store.h"
+#include "collectives/bootstrap/store.h"
+#include "collectives/bootstrap/tcp_store_server.h"
+#include "collectives/communicator.h"
+#include "common/log.h"
+#include "testbed/redis_server.h"
+#include "trainer/parallel/process_groups.h"
+
+namespace megascale::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  int ranks = 1024;
+  int tp = 8;
+  int pp = 4;
+  std::string store = "tcp";
+  int processes = 0;       // 0: one per 2,048 ranks, at least 2
+  int creator_threads = 4;  // per process
+  int timeout_ms = 120000;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "init_scale: %s\n"
+               "usage: init_scale --ranks N [--tp T] [--pp P] [--store tcp|redis] [--processes K] [--threads C]\n"
+               "                  [--timeout-ms MS]\n",
+               why);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
+    const std::string value = argv[++i];
+    auto number = [&] {
+      char* end = nullptr;
+      const long v = std::strtol(value.c_str(), &end, 10);
+      if (*end != '\0' || v < 0 || v > 1 << 20) usage((flag + " needs a whole number, got '" + value + "'").c_str());
+      return static_cast<int>(v);
+    };
+    if (flag == "--ranks") a.ranks = number();
+    else if (flag == "--tp") a.tp = number();
+    else if (flag == "--pp") a.pp = number();
+    else if (flag == "--store") a.store = value;
+    else if (flag == "--processes") a.processes = number();
+    else if (flag == "--threads") a.creator_threads = number();
+    else if (flag == "--timeout-ms") a.timeout_ms = number();
+    else usage(("unknown flag " + flag).c_str());
+  }
+  if (a.ranks < 2) usage("--ranks must be at least 2");
+  if (a.store != "tcp" && a.store != "redis") usage("--store is tcp or redis");
+  if (a.tp < 1 || a.pp < 1 || a.ranks % (a.tp * a.pp) != 0) usage("--tp x --pp must divide --ranks");
+  if (a.processes == 0) a.processes = std::max(2, (a.ranks + 2047) / 2048);
+  a.processes = std::min(a.processes, a.ranks);
+  if (a.creator_threads < 1) usage("--threads must be at least 1");
+  return a;
+}
+
+// What a worker process sends back per rank.
+struct RankResult {
+  int32_t rank;
+  int32_t ok;             // the ring exchange delivered the neighbour's value
+  double ready_s;         // since the start signal
+  uint64_t store_ops;
+  uint64_t store_bytes;
+};
+
+bool writeAll(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool readAll(int fd, void* data, size_t size) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void raiseFileLimit() {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+// One worker process: ranks [first, last). Waits for the start time on `control`, reports on `results`.
+[[noreturn]] void runWorker(const Args& args, const UniqueId& id, int first, int last, int control, int results) {
+  // Small thread stacks: 2,048 worker threads at the default 8 MiB would reserve 16 GiB of address space.
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 << 10);
+  pthread_setattr_default_np(&attr);
+  CommunicatorOptions options = CommunicatorOptions::fromEnvironment();
+  options.transport = "tcp";
+  options.timeout = std::chrono::milliseconds(args.timeout_ms);
+  options.local_size = 8;  // hosts of 8 ranks, as the layout assumes; their traffic still goes by TCP
+  const int n = last - first;
+  std::shared_ptr<Store> shared;
+  try {
+    shared = connectStore(id, "process of ranks " + std::to_string(first) + "-" + std::to_string(last - 1),
+                          std::chrono::milliseconds(args.timeout_ms));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "init_scale: %s\n", e.what());
+    _exit(1);
+  }
+  struct Rank {
+    std::shared_ptr<CountingStore> store;
+    std::shared_ptr<Communicator> world;
+    trainer::ProcessGroups groups;
+    std::shared_ptr<Work> ring;
+    int64_t sent = 0, received = -1;
+    std::string error;
+  };
+  std::vector<Rank> ranks(static_cast<size_t>(n));
+  const char ready_byte = 'r';
+  if (!writeAll(results, &ready_byte, 1)) _exit(1);
+  int64_t start_ns = 0;
+  if (!readAll(control, &start_ns, sizeof(start_ns))) _exit(1);
+  const Clock::time_point start{std::chrono::nanoseconds(start_ns)};
+
+  std::vector<std::thread> creators;
+  for (int t = 0; t < args.creator_threads; ++t) {
+    creators.emplace_back([&, t] {
+      for (int i = t; i < n; i += args.creator_threads) {
+        Rank& r = ranks[static_cast<size_t>(i)];
+        const int rank = first + i;
+        try {
+          CommunicatorOptions mine = options;
+          mine.local_rank = rank % 8;
+          // Each simulated host listens on an address of its own (127.0.0.0/8 is all loopback), as hosts do: 16,384
+          // listeners on one address would make the kernel's port search the cost being measured.
+          const int host = rank / 8 + 1;
+          mine.transport_options.bind_address = "127." + std::to_string(host >> 16 & 255) + "." +
+                                                std::to_string(host >> 8 & 255) + "." + std::to_string(host & 255);
+          r.store = std::make_shared<CountingStore>(shared);
+          r.world = Communicator::createOnStore(r.store, id.secret, id.job_id, rank, args.ranks, mine);
+          r.groups = trainer::ProcessGroups::create(r.world, args.tp, args.pp, false);
+          r.sent = rank;
+          const int next = (rank + 1) % args.ranks, previous = (rank + args.ranks - 1) % args.ranks;
+          r.ring = r.world->pointToPoint({{true, &r.sent, 1, mscInt64, next}, {false, &r.received, 1, mscInt64, previous}});
+        } catch (const std::exception& e) {
+          r.error = "rank " + std::to_string(rank) + ": " + e.what();
+        }
+      }
+    });
+  }
+  for (std::thread& c : creators) c.join();
+  std::vector<RankResult> out;
+  for (int i = 0; i < n; ++i) {
+    Rank& r = ranks[static_cast<size_t>(i)];
+    const int rank = first + i;
+    RankResult res{rank, 0, 0, 0, 0};
+    if (r.ring) {
+      Status s = r.ring->wait(std::chrono::milliseconds(args.timeout_ms));
+      if (!s.isOk()) r.error = s.message();
+      res.ready_s = std::chrono::duration<double>(r.ring->finishedAt() - start).count();
+    }
+    res.ok = r.error.empty() && r.received == (rank + args.ranks - 1) % args.ranks;
+    if (!r.error.empty()) std::fprintf(stderr, "init_scale: %s\n", r.error.c_str());
+    if (r.store) {
+      res.store_ops = r.store->operations();
+      res.store_bytes = r.store->bytes();
+    }
+    out.push_back(res);
+  }
+  const uint32_t count = static_cast<uint32_t>(out.size());
+  if (!writeAll(results, &count, sizeof(count)) || !writeAll(results, out.data(), out.size() * sizeof(RankResult))) _exit(1);
+  char bye;
+  (void)readAll(control, &bye, 1);  // connections stay open until the parent has counted the store's
+  _exit(0);
+}
+
+int socketsOf(pid_t pid) {
+  const std::string dir = "/proc/" + (pid == 0 ? std::string("self") : std::to_string(pid)) + "/fd";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  int count = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char target[64];
+    const ssize_t len = readlink((dir + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
+    if (len > 0 && std::strncmp(target, "socket:", 7) == 0) ++count;
+  }
+  closedir(d);
+  return count;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size())))];
+}
+
+int run(const Args& args) {
+  raiseFileLimit();
+  UniqueId id;
+  std::unique_ptr<TcpStoreServer> server;
+  std::unique_ptr<testbed::RedisServer> redis;
+  if (args.store == "tcp") {
+    id = UniqueId::generate("tcp://127.0.0.1:1");
+    TcpStoreServer::Options o;
+    o.host = "127.0.0.1";
+    o.secret = id.secret;
+    server = std::make_unique<TcpStoreServer>(o);  // listening now; served once the workers are forked
+    id.store_url = "tcp://127.0.0.1:" + std::to_string(server->port());
+  } else {
+    redis = std::make_unique<testbed::RedisServer>(&id, 20000);
+    if (!redis->unavailable().empty()) {
+      std::fprintf(stderr, "init_scale: %s\n", redis->unavailable().c_str());
+      return 2;
+    }
+  }
+  std::printf("# init_scale: %d ranks (tp %d x pp %d x dp %d), store %s, %d processes x %d creator threads, transport tcp\n",
+              args.ranks, args.tp, args.pp, args.ranks / (args.tp * args.pp), args.store.c_str(), args.processes,
+              args.creator_threads);
+  std::printf("# machine: %u cores\n", std::thread::hardware_concurrency());
+  std::fflush(stdout);
+  struct Child {
+    pid_t pid;
+    int control;
+    int results;
+  };
+  std::vector<Child> children;
+  for (int k = 0; k < args.processes; ++k) {
+    const int first = static_cast<int>(int64_t{args.ranks} * k / args.processes);
+    const int last = static_cast<int>(int64_t{args.ranks} * (k + 1) / args.processes);
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) {
+      std::perror("init_scale: pipe");
+      return 1;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+      server.reset();  // the child's copy of the server is not served (its threads were not forked)
+      ::close(to_child[1]);
+      ::close(from_child[0]);
+      runWorker(args, id, first, last, to_child[0], from_child[1]);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    children.push_back({pid, to_child[1], from_child[0]});
+  }
+  if (server) server->start();  // after the forks: a forked child has none of the server's threads
+  for (const Child& c : children) {
+    char byte;
+    if (!readAll(c.results, &byte, 1)) {
+      std::fprintf(stderr, "init_scale: a worker process failed to start\n");
+      return 1;
+    }
+  }
+  const Clock::time_point start = Clock::now();
+  const int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+  for (const Child& c : children) writeAll(c.control, &start_ns, sizeof(start_ns));
+  std::vector<RankResult> all;
+  bool complete = true;
+  for (const Child& c : children) {
+    uint32_t count = 0;
+    if (!readAll(c.results, &count, sizeof(count))) {
+      complete = false;
+      continue;
+    }
+    std::vector<RankResult> part(count);
+    if (!readAll(c.results, part.data(), count * sizeof(RankResult))) complete = false;
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  const int store_sockets = server ? socketsOf(0) : socketsOf(redis->pid());
+  const size_t peak = server ? server->peakConnectionCount() : 0;
+  for (const Child& c : children) {
+    const char bye = 'x';
+    writeAll(c.control, &bye, 1);
+  }
+  for (const Child& c : children) {
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) complete = false;
+  }
+  int ok = 0;
+  std::vector<double> ready;
+  double ops = 0, bytes = 0, max_ops = 0;
+  for (const RankResult& r : all) {
+    ok += r.ok;
+    ready.push_back(r.ready_s);
+    ops += static_cast<double>(r.store_ops);
+    bytes += static_cast<double>(r.store_bytes);
+    max_ops = std::max(max_ops, static_cast<double>(r.store_ops));
+  }
+  const double n = std::max<double>(1, static_cast<double>(all.size()));
+  const double last = ready.empty() ? 0 : *std::max_element(ready.begin(), ready.end());
+  std::printf("%10s %10s %10s %10s %10s %12s %12s %12s %14s %12s\n", "ranks", "ready", "p50_s", "p90_s", "p99_s",
+              "last_s", "us/rank", "store_ops", "store_bytes", "store_conns");
+  std::printf("%10d %10d %10.3f %10.3f %10.3f %12.3f %12.2f %12.2f %14.1f %12s\n", args.ranks, ok, percentile(ready, 50),
+              percentile(ready, 90), percentile(ready, 99), last, last / args.ranks * 1e6, ops / n, bytes / n,
+              server ? std::to_string(peak).c_str() : "-");
+  std::printf("# store: %s, peak connections %s, open sockets at the end of init %d; most store operations by one rank %.0f\n",
+              args.store.c_str(), server ? std::to_string(peak).c_str() : "(redis: not tracked)", store_sockets, max_ops);
+  if (!complete || ok != args.ranks) {
+    std::fprintf(stderr, "init_scale: only %d of %d ranks became ready\n", ok, args.ranks);
+    return 1;
+  }
+  std::printf("init_scale: ranks %d seconds %.3f\n", args.ranks, last);
+  return 0;
+}
+
+}  // namespace
+}  // namespace megascale::bench
+
+int main(int argc, char** argv) {
+  const megascale::bench::Args args = megascale::bench::parse(argc, argv);
+  return megascale::bench::run(args);
+}
