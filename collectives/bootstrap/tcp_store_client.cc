@@ -103,7 +103,7 @@ std::shared_ptr<TcpStoreClient::Connection> TcpStoreClient::liveConnection(std::
       std::shared_ptr<Connection> made;
       std::exception_ptr failure;
       try {
-        made = connect(deadlineAfter(timeout_));
+        made = connect(std::min(deadline, deadlineAfter(timeout_)));
       } catch (...) {
         failure = std::current_exception();
       }
@@ -198,62 +198,69 @@ Status TcpStoreClient::readReplies(Connection& c, Pending& mine, Deadline deadli
 std::string TcpStoreClient::call(uint8_t op, const std::string& fields, const char* op_name, const std::string& key,
                                  std::chrono::milliseconds server_wait) {
   const Deadline deadline = deadlineAfter(server_wait + (server_wait.count() > 0 ? kGrace : timeout_));
-  Pending mine;
-  std::unique_lock<std::mutex> lock(mutex_);
-  std::shared_ptr<Connection> c;
-  try {
-    c = liveConnection(lock, deadline);
-  } catch (const Error& e) {
-    throw Error(e.code(), describe(op_name, key) + ": " + e.what());
-  }
-  uint32_t id = next_id_++;
-  if (pending_.count(id)) id = next_id_++;  // wrapped onto a request still waiting (four billion later)
-  mine.connection = c.get();
-  pending_[id] = &mine;
-  lock.unlock();
-  std::string frame = sp::Writer(op).u32(id).finish();
-  frame += fields;
-  const uint32_t body = static_cast<uint32_t>(frame.size() - 4);
-  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((body >> (8 * i)) & 0xff);
   const std::string what = describe(op_name, key);
-  Status sent;
-  {
-    std::lock_guard<std::mutex> send(c->send_mutex);
-    sent = sendAll(c->fd.get(), frame.data(), frame.size(), deadline, what.c_str());
-  }
-  lock.lock();
-  if (!sent.isOk() && !mine.done) breakConnection(*c, sent);
-  while (!mine.done) {
-    if (!reading_ && c->alive) {
-      reading_ = true;
-      lock.unlock();
-      Status s = readReplies(*c, mine, deadline);
-      lock.lock();
-      reading_ = false;
-      if (!s.isOk() && s.code() != ErrorCode::kTimeout) breakConnection(*c, s);
-      handReaderOn();
-      if (!mine.done && Clock::now() >= deadline) break;
-    } else if (mine.wake.wait_until(lock, deadline) == std::cv_status::timeout && !mine.done) {
-      break;
+  // A request that changes nothing when repeated goes again over a new connection when the old one drops: a
+  // store that was only unreachable for a moment costs nothing, and a restarted one is reported as such.
+  const auto code = static_cast<sp::Op>(op);
+  const bool repeatable = code != sp::Op::kAdd && code != sp::Op::kCompareSet && code != sp::Op::kDelete;
+  while (true) {
+    Pending mine;
+    std::unique_lock<std::mutex> lock(mutex_);
+    std::shared_ptr<Connection> c;
+    try {
+      c = liveConnection(lock, deadline);
+    } catch (const Error& e) {
+      throw Error(e.code(), what + ": " + e.what());
     }
-  }
-  if (!mine.done) {
-    pending_.erase(id);
-    throw Error(ErrorCode::kTimeout, what + ": no reply in time (store unresponsive)");
-  }
-  lock.unlock();
-  if (!mine.error.isOk()) {
-    throw Error(mine.error.code() == ErrorCode::kTimeout ? ErrorCode::kTimeout : ErrorCode::kPeerLost,
-                what + ": " + mine.error.message() + " (store lost)");
-  }
-  switch (static_cast<sp::Reply>(mine.status)) {
-    case sp::Reply::kOk:
-      return std::move(mine.body);
-    case sp::Reply::kTimeout:
-      throw Error(ErrorCode::kTimeout, what + ": timed out after " + std::to_string(server_wait.count()) +
-                                           " ms waiting for the key (raise MEGASCALE_TIMEOUT_MS?)");
-    default:
-      throw Error(ErrorCode::kInternal, what + ": the store rejected the request as malformed");
+    uint32_t id = next_id_++;
+    if (pending_.count(id)) id = next_id_++;  // wrapped onto a request still waiting (four billion later)
+    mine.connection = c.get();
+    pending_[id] = &mine;
+    lock.unlock();
+    std::string frame = sp::Writer(op).u32(id).finish();
+    frame += fields;
+    const uint32_t body = static_cast<uint32_t>(frame.size() - 4);
+    for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((body >> (8 * i)) & 0xff);
+    Status sent;
+    {
+      std::lock_guard<std::mutex> send(c->send_mutex);
+      sent = sendAll(c->fd.get(), frame.data(), frame.size(), deadline, what.c_str());
+    }
+    lock.lock();
+    if (!sent.isOk() && !mine.done) breakConnection(*c, sent);
+    while (!mine.done) {
+      if (!reading_ && c->alive) {
+        reading_ = true;
+        lock.unlock();
+        Status s = readReplies(*c, mine, deadline);
+        lock.lock();
+        reading_ = false;
+        if (!s.isOk() && s.code() != ErrorCode::kTimeout) breakConnection(*c, s);
+        handReaderOn();
+        if (!mine.done && Clock::now() >= deadline) break;
+      } else if (mine.wake.wait_until(lock, deadline) == std::cv_status::timeout && !mine.done) {
+        break;
+      }
+    }
+    if (!mine.done) {
+      pending_.erase(id);
+      throw Error(ErrorCode::kTimeout, what + ": no reply in time (store unresponsive)");
+    }
+    lock.unlock();
+    if (!mine.error.isOk()) {
+      if (repeatable && mine.error.code() == ErrorCode::kPeerLost && Clock::now() < deadline) continue;
+      throw Error(mine.error.code() == ErrorCode::kTimeout ? ErrorCode::kTimeout : ErrorCode::kPeerLost,
+                  what + ": " + mine.error.message() + " (store lost)");
+    }
+    switch (static_cast<sp::Reply>(mine.status)) {
+      case sp::Reply::kOk:
+        return std::move(mine.body);
+      case sp::Reply::kTimeout:
+        throw Error(ErrorCode::kTimeout, what + ": timed out after " + std::to_string(server_wait.count()) +
+                                             " ms waiting for the key (raise MEGASCALE_TIMEOUT_MS?)");
+      default:
+        throw Error(ErrorCode::kInternal, what + ": the store rejected the request as malformed");
+    }
   }
 }
 
