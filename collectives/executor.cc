@@ -98,6 +98,21 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
     }
   }
   if (buffers.size() <= kScratch) buffers.resize(kScratch + 1, nullptr);
+  {
+    // The peers this rank has no connection to yet: their addresses in one store round trip, not one each.
+    std::vector<int> unconnected;
+    for (const Phase& phase : schedule.phases) {
+      for (const Step& step : phase.comm) {
+        if (step.isHost() || step.peer < 0) continue;
+        const bool connected = step.kind == Step::kSend ? links.connectedSendComm(step.peer) != nullptr
+                                                        : links.connectedRecvComm(step.peer) != nullptr;
+        if (!connected) unconnected.push_back(step.peer);
+      }
+    }
+    std::sort(unconnected.begin(), unconnected.end());
+    unconnected.erase(std::unique(unconnected.begin(), unconnected.end()), unconnected.end());
+    if (unconnected.size() > 1) links.prefetch(unconnected);
+  }
   buffers[kScratch] = scratch;
   auto at = [&](const Slice& s) { return static_cast<uint8_t*>(buffers[s.buffer]) + s.offset * es; };
   auto fail = [&](ErrorCode code, const std::string& why) {

@@ -116,9 +116,11 @@ Status PeerLinks::startConnect(int peer, std::unique_ptr<transport::Connector>* 
 }
 
 void PeerLinks::waitForProgress(IdleBackoff& backoff, const transport::Connector* connector) {
-  // Past the spins, sleep until our connection or the listeners move (a crowded host's ranks would
-  // otherwise take turns yielding and napping while the handshakes wait for them).
-  if (backoff.socketsFirst()) {
+  // Sleep until our connection or the listeners move: a handshake step waits for the peer's thread, which
+  // spinning cannot hurry, and every spin round costs an accept and a receive that find nothing (on 2 cores,
+  // thousands of ranks connecting at once spent more in those than in the handshakes).
+  (void)backoff;
+  {
     std::vector<pollfd> fds;
     const bool complete = (connector == nullptr || connector->appendReadiness(fds)) && appendIncomingReadiness(fds);
     if (complete && !fds.empty()) {

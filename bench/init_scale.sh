@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Process-group initialization against PyTorch, in one run (issue 17). Ours: bench/init_scale (the real init
+# path, ranks simulated over a few processes; see its header) at 1,024 to 16,384 ranks, tp 8 x pp 4. PyTorch:
+# bench/baselines/torch_init_scale.py, one process per rank (TCPStore + gloo, Megatron's new_group calls, a
+# ring exchange), at doubling rank counts until one fails or passes TORCH_MAX_S; then ours at PyTorch's
+# largest. Writes the table and init_scale.png (microseconds per rank against log2 of the ranks: 1 ours,
+# 2 PyTorch) to OUT_DIR.
+#   TORCH_RANKS="32 64 128 256" TORCH_MAX_S=240 OURS_RANKS="1024 ... 16384" bench/init_scale.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+out=${2:-$build/init_scale}
+mkdir -p "$out"
+ours_ranks=${OURS_RANKS:-"1024 2048 4096 8192 16384"}
+torch_ranks=${TORCH_RANKS:-"32 64 128 256"}
+torch_max_s=${TORCH_MAX_S:-240}
+
+echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
+: > "$out/ours.csv"
+: > "$out/torch.csv"
+row() {  # row NAME RANKS SECONDS
+  printf '%-8s %8d %10.3f %12.1f\n' "$1" "$2" "$3" "$(awk -v s="$3" -v n="$2" 'BEGIN {print s * 1e6 / n}')"
+}
+echo "# store: tcp (ours); table: ranks, seconds to the last rank ready, microseconds per rank"
+results=()
+for n in $ours_ranks; do
+  line=$("$build/bench/init_scale" --ranks "$n" --tp 8 --pp 4 | tee "$out/ours_$n.txt" | tail -1)
+  s=$(echo "$line" | awk '{print $5}')
+  results+=("$(row ours "$n" "$s")")
+  awk -v s="$s" -v n="$n" 'BEGIN {print log(n) / log(2) "," s * 1e6 / n}' >> "$out/ours.csv"
+  grep -E '^ +[0-9]|^# store' "$out/ours_$n.txt"
+done
+torch_largest=0
+torch_seconds=0
+for n in $torch_ranks; do
+  avail_kb=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+  if (( avail_kb < n * 200 * 1024 )); then
+    echo "# torch at $n ranks skipped: $((avail_kb / 1024)) MiB available, ~200 MiB per process needed"
+    break
+  fi
+  if ! line=$(timeout $((torch_max_s + 600)) /usr/bin/python3 bench/baselines/torch_init_scale.py --ranks "$n" --timeout "$torch_max_s" | tail -1); then
+    echo "# torch at $n ranks: ${line:-failed}"
+    break
+  fi
+  echo "$line"
+  s=$(echo "$line" | awk '{print $5}')
+  torch_largest=$n
+  torch_seconds=$s
+  results+=("$(row torch "$n" "$s")")
+  awk -v s="$s" -v n="$n" 'BEGIN {print log(n) / log(2) "," s * 1e6 / n}' >> "$out/torch.csv"
+  if awk -v s="$s" -v m="$torch_max_s" 'BEGIN {exit !(s > m)}'; then break; fi
+done
+if (( torch_largest > 0 )); then
+  line=$("$build/bench/init_scale" --ranks "$torch_largest" --tp 8 --pp 4 | tail -1)
+  s=$(echo "$line" | awk '{print $5}')
+  results+=("$(row ours "$torch_largest" "$s")")
+  echo "# at $torch_largest ranks: PyTorch $torch_seconds s, ours $s s: $(awk -v t="$torch_seconds" -v s="$s" 'BEGIN {printf "%.0f", t / s}')x faster"
+fi
+"$build/bench/plot_lines" "$out/init_scale.png" "$out/ours.csv" "$out/torch.csv"
+echo "# figure: $out/init_scale.png (x: log2 ranks, y: microseconds per rank; 1 ours, 2 PyTorch)"
+printf '%-8s %8s %10s %12s\n' who ranks seconds us/rank
+printf '%s\n' "${results[@]}"
