@@ -124,7 +124,7 @@ void PeerLinks::waitForProgress(IdleBackoff& backoff, const transport::Connector
     std::vector<pollfd> fds;
     const bool complete = (connector == nullptr || connector->appendReadiness(fds)) && appendIncomingReadiness(fds);
     if (complete && !fds.empty()) {
-      (void)::poll(fds.data(), fds.size(), 10);
+      (void)::poll(fds.data(), fds.size(), 100);  // the cap only bounds how late a deadline or abort is seen
       backoff.rested();
       return;
     }
