@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,29 +102,8 @@ struct RankResult {
   uint64_t store_bytes;
 };
 
-bool writeAll(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool readAll(int fd, void* data, size_t size) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::read(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
+// How long a process waits for another (the start signal, the results): a rank's own wait, and a minute more.
+std::chrono::milliseconds processWait(const Args& args) { return std::chrono::milliseconds(args.timeout_ms) + std::chrono::minutes(1); }
 
 void raiseFileLimit() {
   rlimit lim{};
@@ -131,8 +112,8 @@ void raiseFileLimit() {
   setrlimit(RLIMIT_NOFILE, &lim);
 }
 
-// One worker process: ranks [first, last). Waits for the start time on `control`, reports on `results`.
-[[noreturn]] void runWorker(const Args& args, const UniqueId& id, int first, int last, int control, int results) {
+// One worker process: ranks [first, last). Waits for the start time on `parent` (a socket), reports on it.
+[[noreturn]] void runWorker(const Args& args, const UniqueId& id, int first, int last, int parent) {
   // Small thread stacks: 2,048 worker threads at the default 8 MiB would reserve 16 GiB of address space.
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -161,9 +142,9 @@ void raiseFileLimit() {
   };
   std::vector<Rank> ranks(static_cast<size_t>(n));
   const char ready_byte = 'r';
-  if (!writeAll(results, &ready_byte, 1)) _exit(1);
+  if (!sendAll(parent, &ready_byte, 1, deadlineAfter(processWait(args)), "init_scale: ready").isOk()) _exit(1);
   int64_t start_ns = 0;
-  if (!readAll(control, &start_ns, sizeof(start_ns))) _exit(1);
+  if (!recvAll(parent, &start_ns, sizeof(start_ns), deadlineAfter(processWait(args)), "init_scale: start").isOk()) _exit(1);
   const Clock::time_point start{std::chrono::nanoseconds(start_ns)};
 
   std::vector<std::thread> creators;
@@ -212,19 +193,25 @@ void raiseFileLimit() {
     out.push_back(res);
   }
   const uint32_t count = static_cast<uint32_t>(out.size());
-  if (!writeAll(results, &count, sizeof(count)) || !writeAll(results, out.data(), out.size() * sizeof(RankResult))) _exit(1);
+  const Deadline reported = deadlineAfter(processWait(args));
+  if (!sendAll(parent, &count, sizeof(count), reported, "init_scale: results").isOk() ||
+      !sendAll(parent, out.data(), out.size() * sizeof(RankResult), reported, "init_scale: results").isOk()) {
+    _exit(1);
+  }
   char bye;
-  (void)readAll(control, &bye, 1);  // connections stay open until the parent has counted the store's
+  // Connections stay open until the parent has counted the store's.
+  (void)recvAll(parent, &bye, 1, deadlineAfter(processWait(args)), "init_scale: end");
   _exit(0);
 }
 
-int socketsOf(pid_t pid) {
+// Sockets open in process `pid` (0: this one), leaving out the descriptors in `skip`.
+int socketsOf(pid_t pid, const std::set<int>& skip) {
   const std::string dir = "/proc/" + (pid == 0 ? std::string("self") : std::to_string(pid)) + "/fd";
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return -1;
   int count = 0;
   while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
+    if (e->d_name[0] == '.' || skip.count(std::atoi(e->d_name))) continue;
     char target[64];
     const ssize_t len = readlink((dir + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
     if (len > 0 && std::strncmp(target, "socket:", 7) == 0) ++count;
@@ -265,57 +252,61 @@ int run(const Args& args) {
   std::fflush(stdout);
   struct Child {
     pid_t pid;
-    int control;
-    int results;
+    Fd socket;  // to the worker process
   };
   std::vector<Child> children;
   for (int k = 0; k < args.processes; ++k) {
     const int first = static_cast<int>(int64_t{args.ranks} * k / args.processes);
     const int last = static_cast<int>(int64_t{args.ranks} * (k + 1) / args.processes);
-    int to_child[2], from_child[2];
-    if (pipe(to_child) != 0 || pipe(from_child) != 0) {
-      std::perror("init_scale: pipe");
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      std::perror("init_scale: socketpair");
       return 1;
     }
     const pid_t pid = fork();
     if (pid == 0) {
       server.reset();  // the child's copy of the server is not served (its threads were not forked)
-      ::close(to_child[1]);
-      ::close(from_child[0]);
-      runWorker(args, id, first, last, to_child[0], from_child[1]);
+      ::close(pair[0]);
+      runWorker(args, id, first, last, pair[1]);
     }
-    ::close(to_child[0]);
-    ::close(from_child[1]);
-    children.push_back({pid, to_child[1], from_child[0]});
+    ::close(pair[1]);
+    children.push_back({pid, Fd(pair[0])});
   }
   if (server) server->start();  // after the forks: a forked child has none of the server's threads
   for (const Child& c : children) {
     char byte;
-    if (!readAll(c.results, &byte, 1)) {
+    if (!recvAll(c.socket.get(), &byte, 1, deadlineAfter(processWait(args)), "init_scale: worker ready").isOk()) {
       std::fprintf(stderr, "init_scale: a worker process failed to start\n");
       return 1;
     }
   }
   const Clock::time_point start = Clock::now();
   const int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
-  for (const Child& c : children) writeAll(c.control, &start_ns, sizeof(start_ns));
+  for (const Child& c : children) {
+    (void)sendAll(c.socket.get(), &start_ns, sizeof(start_ns), deadlineAfter(processWait(args)), "init_scale: start");
+  }
   std::vector<RankResult> all;
   bool complete = true;
+  const Deadline reported = deadlineAfter(processWait(args));
   for (const Child& c : children) {
     uint32_t count = 0;
-    if (!readAll(c.results, &count, sizeof(count))) {
+    if (!recvAll(c.socket.get(), &count, sizeof(count), reported, "init_scale: results").isOk() || count > 1u << 20) {
       complete = false;
       continue;
     }
     std::vector<RankResult> part(count);
-    if (!readAll(c.results, part.data(), count * sizeof(RankResult))) complete = false;
+    if (!recvAll(c.socket.get(), part.data(), count * sizeof(RankResult), reported, "init_scale: results").isOk()) {
+      complete = false;
+    }
     all.insert(all.end(), part.begin(), part.end());
   }
-  const int store_sockets = server ? socketsOf(0) : socketsOf(redis->pid());
+  std::set<int> own;  // this process's sockets to its workers, not the store's
+  for (const Child& c : children) own.insert(c.socket.get());
+  const int store_sockets = server ? socketsOf(0, own) : socketsOf(redis->pid(), {});
   const size_t peak = server ? server->peakConnectionCount() : 0;
   for (const Child& c : children) {
     const char bye = 'x';
-    writeAll(c.control, &bye, 1);
+    (void)sendAll(c.socket.get(), &bye, 1, deadlineAfter(processWait(args)), "init_scale: end");
   }
   for (const Child& c : children) {
     int status = 0;

@@ -18,6 +18,9 @@ torch_max_s=${TORCH_MAX_S:-240}
 echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
 : > "$out/ours.csv"
 : > "$out/torch.csv"
+point() {  # point RANKS SECONDS: log2 ranks, log10 microseconds per rank
+  awk -v s="$2" -v n="$1" 'BEGIN {print log(n) / log(2) "," log(s * 1e6 / n) / log(10)}'
+}
 row() {  # row NAME RANKS SECONDS
   printf '%-8s %8d %10.3f %12.1f\n' "$1" "$2" "$3" "$(awk -v s="$3" -v n="$2" 'BEGIN {print s * 1e6 / n}')"
 }
@@ -27,7 +30,7 @@ for n in $ours_ranks; do
   line=$("$build/bench/init_scale" --ranks "$n" --tp 8 --pp 4 | tee "$out/ours_$n.txt" | tail -1)
   s=$(echo "$line" | awk '{print $5}')
   results+=("$(row ours "$n" "$s")")
-  awk -v s="$s" -v n="$n" 'BEGIN {print log(n) / log(2) "," log(s * 1e6 / n) / log(10)}' >> "$out/ours.csv"
+  point "$n" "$s" >> "$out/ours.csv"
   grep -E '^ +[0-9]|^# store' "$out/ours_$n.txt"
 done
 torch_largest=0
@@ -49,7 +52,7 @@ for n in $torch_ranks; do
   torch_largest=$n
   torch_seconds=$s
   results+=("$(row torch "$n" "$s")")
-  awk -v s="$s" -v n="$n" 'BEGIN {print log(n) / log(2) "," log(s * 1e6 / n) / log(10)}' >> "$out/torch.csv"
+  point "$n" "$s" >> "$out/torch.csv"
   if awk -v s="$s" -v m="$torch_max_s" 'BEGIN {exit !(s > m)}'; then break; fi
 done
 if (( torch_largest > 0 )); then

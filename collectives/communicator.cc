@@ -4,7 +4,6 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -201,8 +200,7 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   if (region) published.emplace_back("world/node/" + std::to_string(rank), region->identity().toString());
   store->multiSet(published);
   auto book = std::make_shared<AddressBook>(store, options.timeout);
-  auto lookup = [book](int peer) { return book->lookup(peer); };
-  auto links = std::make_unique<PeerLinks>(std::move(endpoints), rank, lookup);
+  auto links = std::make_unique<PeerLinks>(std::move(endpoints), rank, [book](int peer) { return book->lookup(peer); });
   links->setPrefetch([book](const std::vector<int>& peers) { book->prefetch(peers); });
   auto find_region = regionFinder(store, "world/node/", options.timeout);
   std::unique_ptr<node::NodeEngine> node;
@@ -211,8 +209,6 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
       new Communicator(rank, nranks, std::move(options), std::move(links), std::move(names), std::move(node)));
   comm->pending_region_ = std::move(region);  // before any task reaches the worker
   comm->region_of_ = find_region;
-  comm->address_of_ = lookup;
-  comm->prefetch_ = [book](const std::vector<int>& peers) { book->prefetch(peers); };
   comm->store_ = store;
   comm->world_rank_of_ = [](int r) { return r; };
   MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks,
@@ -246,11 +242,7 @@ Communicator::~Communicator() {
   }
   worker_.request_stop();
   queue_cv_.notify_all();
-  if (wake_fd_.valid()) {
-    uint64_t one = 1;
-    ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof(one));
-    (void)ignored;
-  }
+  if (wake_fd_.valid()) signalEventFd(wake_fd_.get());
 }
 
 void Communicator::validate(const char* op, const void* in, const void* out, size_t count, mscDataType_t type,
@@ -433,11 +425,7 @@ void Communicator::wakeWorker(std::unique_lock<std::mutex>& lock) {
   const bool idle = worker_idle_;
   lock.unlock();
   queue_cv_.notify_all();
-  if (idle) {
-    uint64_t one = 1;
-    ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof(one));
-    (void)ignored;
-  }
+  if (idle) signalEventFd(wake_fd_.get());
 }
 
 void Communicator::idleWait() {
@@ -446,11 +434,7 @@ void Communicator::idleWait() {
   std::vector<pollfd> fds{pollfd{wake_fd_.get(), POLLIN, 0}};
   const bool complete = links_->appendIncomingReadiness(fds);
   (void)::poll(fds.data(), fds.size(), complete ? 1000 : 10);
-  if (fds[0].revents & POLLIN) {
-    uint64_t count;
-    ssize_t ignored = ::read(wake_fd_.get(), &count, sizeof(count));
-    (void)ignored;
-  }
+  if (fds[0].revents & POLLIN) drainEventFd(wake_fd_.get());
 }
 
 void Communicator::workerLoop(std::stop_token stop) {
@@ -637,7 +621,7 @@ void checkTrafficClass(int rank, int traffic_class) {
 }  // namespace
 
 Communicator::ChildLinks Communicator::nextChild(const SplitOptions& options) {
-  ChildLinks child{0, children_.fetch_add(1), {}, options_.transport_options.traffic_class};
+  ChildLinks child{children_.fetch_add(1), {}, options_.transport_options.traffic_class};
   if (options.traffic_class < 0 || options.traffic_class == options_.transport_options.traffic_class) {
     child.transports = links_->transports();
   } else {
@@ -711,14 +695,15 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
     throw badSplit(rank_, "ranks " + std::to_string(group.first) + " + i x " + std::to_string(group.stride) + " for i < " +
                               std::to_string(group.count) + " do not lie in 0.." + std::to_string(nranks_ - 1));
   }
+  // This rank's place in the group, or -1 (a group of one may have any stride, 0 included).
   const int64_t offset = int64_t{rank_} - group.first;
-  const bool member = group.count > 0 && (group.stride == 0 ? offset == 0 : offset % group.stride == 0) &&
-                      (group.stride == 0 ? 0 : offset / group.stride) >= 0 &&
-                      (group.stride == 0 ? 0 : offset / group.stride) < group.count;
-  if (group.count > 0 && !member) throw badSplit(rank_, "the group it names does not include it");
+  int64_t place = -1;
+  if (group.count == 1) place = offset == 0 ? 0 : -1;
+  else if (group.count > 1 && offset % group.stride == 0) place = offset / group.stride;
+  if (group.count > 0 && (place < 0 || place >= group.count)) throw badSplit(rank_, "the group it names does not include it");
   ChildLinks child_links = nextChild(options);  // non-members count too, so every rank numbers splits alike
   if (group.count == 0) return nullptr;
-  const int new_rank = group.stride == 0 ? 0 : static_cast<int>(offset / group.stride);
+  const int new_rank = static_cast<int>(place);
   auto comm = makeChild(child_links, new_rank, group.count,
                         [group](int peer) { return group.first + peer * group.stride; });
   const bool all_local = options_.local_size == nranks_;
@@ -741,7 +726,7 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
   return comm;
 }
 
-std::shared_ptr<Communicator> Communicator::makeChild(ChildLinks child_links, int new_rank, int new_size,
+std::shared_ptr<Communicator> Communicator::makeChild(const ChildLinks& child_links, int new_rank, int new_size,
                                                       std::function<int(int)> parent_rank_of) {
   // The same id on every member: the parent's group, how many splits it made before, and the world rank of
   // the child's first member (sibling groups of one split have distinct members), hashed; 0 is the world's.
@@ -752,27 +737,23 @@ std::shared_ptr<Communicator> Communicator::makeChild(ChildLinks child_links, in
   h ^= static_cast<uint64_t>(world_rank_of(0)) * 0xbf58476d1ce4e5b9ULL;
   h ^= h >> 31;
   h *= 0x94d049bb133111ebULL;
-  child_links.group = static_cast<uint32_t>(h ^ (h >> 32));
-  if (child_links.group == 0) child_links.group = 1;
-  auto parent_lookup = address_of_;
-  auto parent_prefetch = prefetch_;
+  uint32_t group = static_cast<uint32_t>(h ^ (h >> 32));
+  if (group == 0) group = 1;
+  auto parent_lookup = links_->lookup();
+  auto parent_prefetch = links_->prefetcher();
   auto lookup = [parent_lookup, parent_rank_of](int peer) { return parent_lookup(parent_rank_of(peer)); };
-  auto links = std::make_unique<PeerLinks>(links_->hub(), child_links.group, child_links.transports, new_rank, lookup);
-  PeerLinks::AddressPrefetch prefetch;
+  auto links = std::make_unique<PeerLinks>(links_->hub(), group, child_links.transports, new_rank, lookup);
   if (parent_prefetch) {
-    prefetch = [parent_prefetch, parent_rank_of](const std::vector<int>& peers) {
+    links->setPrefetch([parent_prefetch, parent_rank_of](const std::vector<int>& peers) {
       std::vector<int> mapped;
       mapped.reserve(peers.size());
       for (int p : peers) mapped.push_back(parent_rank_of(p));
       parent_prefetch(mapped);
-    };
-    links->setPrefetch(prefetch);
+    });
   }
   CommunicatorOptions child = options_;
   child.transport_options.traffic_class = child_links.traffic_class;  // its own splits inherit it
   auto comm = std::shared_ptr<Communicator>(new Communicator(new_rank, new_size, child, std::move(links), transport_names_, nullptr));
-  comm->address_of_ = lookup;
-  comm->prefetch_ = prefetch;
   comm->store_ = store_;
   comm->world_rank_of_ = world_rank_of;
   return comm;

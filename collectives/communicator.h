@@ -152,9 +152,8 @@ class Communicator {
   Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
                std::vector<std::string> transport_names, std::unique_ptr<node::NodeEngine> node);
   /// The sequence number (split and splitStrided share the count, so every rank numbers its children alike),
-  /// transports and traffic class of the next child; makeChild() fills in its group id.
+  /// transports and traffic class of the next child.
   struct ChildLinks {
-    uint32_t group;
     uint64_t sequence;
     std::vector<std::shared_ptr<transport::Transport>> transports;
     int traffic_class;
@@ -162,7 +161,7 @@ class Communicator {
   ChildLinks nextChild(const SplitOptions& options);
   /// A child over this communicator's listeners: rank `new_rank` of `new_size`, whose rank p is this one's
   /// parent_rank_of(p).
-  std::shared_ptr<Communicator> makeChild(ChildLinks child_links, int new_rank, int new_size,
+  std::shared_ptr<Communicator> makeChild(const ChildLinks& child_links, int new_rank, int new_size,
                                           std::function<int(int)> parent_rank_of);
   /// Starts the worker thread on the first task: a communicator never used costs no thread. queue_mutex_ held.
   void startWorkerLocked();
@@ -198,10 +197,8 @@ class Communicator {
   const int nranks_;
   CommunicatorOptions options_;
   std::unique_ptr<PeerLinks> links_;  // the thread running a task only
-  // How children find their peers: this communicator's rank -> its addresses (and many at once), and the store
-  // children announce shared-memory regions in. Set once at creation.
-  PeerLinks::AddressLookup address_of_;
-  PeerLinks::AddressPrefetch prefetch_;
+  // The store children announce shared-memory regions in (they find their peers through links_). Set once at
+  // creation.
   std::shared_ptr<Store> store_;
   std::function<int(int)> world_rank_of_;  // this communicator's rank -> the world's
   std::atomic<uint32_t> children_{0};     // splits so far

@@ -118,16 +118,14 @@ Status PeerLinks::startConnect(int peer, std::unique_ptr<transport::Connector>* 
 void PeerLinks::waitForProgress(IdleBackoff& backoff, const transport::Connector* connector) {
   // Sleep until our connection or the listeners move: a handshake step waits for the peer's thread, which
   // spinning cannot hurry, and every spin round costs an accept and a receive that find nothing (on 2 cores,
-  // thousands of ranks connecting at once spent more in those than in the handshakes).
-  (void)backoff;
-  {
-    std::vector<pollfd> fds;
-    const bool complete = (connector == nullptr || connector->appendReadiness(fds)) && appendIncomingReadiness(fds);
-    if (complete && !fds.empty()) {
-      (void)::poll(fds.data(), fds.size(), 100);  // the cap only bounds how late a deadline or abort is seen
-      backoff.rested();
-      return;
-    }
+  // thousands of ranks connecting at once spent more in those than in the handshakes). Without descriptors to
+  // sleep on, the backoff naps.
+  std::vector<pollfd> fds;
+  const bool complete = (connector == nullptr || connector->appendReadiness(fds)) && appendIncomingReadiness(fds);
+  if (complete && !fds.empty()) {
+    (void)::poll(fds.data(), fds.size(), 100);  // the cap only bounds how late a deadline or abort is seen
+    backoff.rested();
+    return;
   }
   backoff.idle();
 }

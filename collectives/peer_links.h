@@ -40,6 +40,10 @@ class PeerLinks {
 
   const std::shared_ptr<ListenerHub>& hub() const { return hub_; }
   void setPrefetch(AddressPrefetch prefetch) { prefetch_ = std::move(prefetch); }
+  /// How this rank finds its peers (set before the communicator runs anything, then unchanged: any thread may
+  /// read them, as a split does to derive its child's).
+  const AddressLookup& lookup() const { return lookup_; }
+  const AddressPrefetch& prefetcher() const { return prefetch_; }
   /// Looks up, in one go, the addresses of those of `peers` this rank has no connection to yet. Errors are
   /// left to the connection that needs the address.
   void prefetch(const std::vector<int>& peers);
@@ -74,7 +78,7 @@ class PeerLinks {
   bool appendIncomingReadiness(std::vector<pollfd>& fds) const { return !closed_ && hub_->appendReadiness(fds); }
 
  private:
-  /// Waits a little for a connection to move: sleeps on descriptors once the backoff says so, else naps.
+  /// Waits a little for a connection to move: sleeps on its descriptors and the listeners', else naps.
   void waitForProgress(IdleBackoff& backoff, const transport::Connector* connector);
   /// Starts connecting to peer with the first transport that reaches one of its addresses.
   Status startConnect(int peer, std::unique_ptr<transport::Connector>* connector, std::string* transport_name);

@@ -80,6 +80,18 @@ void setNonBlocking(int fd) {
   }
 }
 
+void signalEventFd(int fd) {
+  const uint64_t one = 1;
+  ssize_t ignored = ::write(fd, &one, sizeof(one));
+  (void)ignored;  // a full counter (2^64 - 2) still reads as readable
+}
+
+void drainEventFd(int fd) {
+  uint64_t count;
+  ssize_t ignored = ::read(fd, &count, sizeof(count));
+  (void)ignored;  // EAGAIN: nothing was pending
+}
+
 void setNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

@@ -51,6 +51,10 @@ std::string formatAddress(const sockaddr_in& addr);
 
 void setNonBlocking(int fd);
 void setNoDelay(int fd);
+/// Adds one to an eventfd's counter, waking whoever polls it. Async-signal-safe.
+void signalEventFd(int fd);
+/// Resets an eventfd's counter once it has woken a poll.
+void drainEventFd(int fd);
 /// IP_TOS for traffic-class-aware switches (DSCP in the top six bits); negative values leave the default.
 void setTrafficClass(int fd, int traffic_class);
 /// A peer that acknowledges nothing for `timeout_ms` (a dead host, a cut link) fails the socket with ETIMEDOUT

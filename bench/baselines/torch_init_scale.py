@@ -14,6 +14,22 @@ import sys
 import time
 
 
+def megatron_groups(world, tp, pp):
+    """Every group's ranks in the order Megatron-LM's initialize_model_parallel creates them (every rank
+    creates every group): data-parallel, tensor-parallel, then pipeline groups; rank = t + tp * (d + dp * p)."""
+    dp = world // (tp * pp)
+    at = lambda t, d, p: t + tp * (d + dp * p)  # noqa: E731
+    for p in range(pp):
+        for t in range(tp):
+            yield [at(t, d, p) for d in range(dp)]
+    for p in range(pp):
+        for d in range(dp):
+            yield [at(t, d, p) for t in range(tp)]
+    for d in range(dp):
+        for t in range(tp):
+            yield [at(t, d, p) for p in range(pp)]
+
+
 def worker(args):
     import datetime
 
@@ -27,28 +43,11 @@ def worker(args):
     try:
         store = dist.TCPStore("127.0.0.1", args.port, world, rank == 0, timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
-        tp, pp = args.tp, args.pp
-        dp = world // (tp * pp)
         mine = []
-        # Megatron-LM's initialize_model_parallel: every rank calls new_group for every group, in this order.
-        for p in range(pp):
-            for t in range(tp):
-                ranks = [t + tp * (d + dp * p) for d in range(dp)]
-                g = dist.new_group(ranks)
-                if rank in ranks:
-                    mine.append(g)
-        for p in range(pp):
-            for d in range(dp):
-                ranks = [t + tp * (d + dp * p) for t in range(tp)]
-                g = dist.new_group(ranks)
-                if rank in ranks:
-                    mine.append(g)
-        for d in range(dp):
-            for t in range(tp):
-                ranks = [t + tp * (d + dp * p) for p in range(pp)]
-                g = dist.new_group(ranks)
-                if rank in ranks:
-                    mine.append(g)
+        for ranks in megatron_groups(world, args.tp, args.pp):
+            group = dist.new_group(ranks)  # a collective over the world, members or not
+            if rank in ranks:
+                mine.append(group)
         out = torch.tensor([rank], dtype=torch.int64)
         back = torch.tensor([-1], dtype=torch.int64)
         sent = dist.isend(out, (rank + 1) % world)

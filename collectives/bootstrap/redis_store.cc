@@ -87,14 +87,7 @@ class RedisStore : public Store {
   }
 
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
-    std::string value;
-    pollUntil(key, timeout, "get", [&] {
-      Reply r = command("get", key, {"GET", prefix_ + key});
-      if (r->type != REDIS_REPLY_STRING) return false;
-      value.assign(r->str, r->len);
-      return true;
-    });
-    return value;
+    return multiGet({key}, timeout).front();
   }
 
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {

@@ -4,7 +4,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -112,11 +111,7 @@ void TcpStoreServer::run() {
 
 void TcpStoreServer::stop() {
   stopping_.store(true);
-  uint64_t one = 1;
-  for (auto& loop : loops_) {
-    ssize_t ignored = ::write(loop->wake_fd.get(), &one, sizeof(one));
-    (void)ignored;
-  }
+  for (auto& loop : loops_) signalEventFd(loop->wake_fd.get());
 }
 
 void TcpStoreServer::noteConnections(long delta) {
@@ -143,9 +138,7 @@ void TcpStoreServer::serve(Loop& loop) {
         continue;
       }
       if (fd == loop.wake_fd.get()) {
-        uint64_t count;
-        ssize_t ignored = ::read(fd, &count, sizeof(count));
-        (void)ignored;
+        drainEventFd(fd);
         continue;
       }
       auto it = loop.connections.find(fd);
@@ -379,40 +372,25 @@ void TcpStoreServer::handleRequest(Loop& loop, Connection& c, std::string_view b
       was_empty = other.inbox.empty();
       other.inbox.push_back(ref);
     }
-    if (was_empty) {
-      uint64_t one = 1;
-      ssize_t ignored = ::write(other.wake_fd.get(), &one, sizeof(one));
-      (void)ignored;
-    }
+    if (was_empty) signalEventFd(other.wake_fd.get());
   }
 }
 
 void TcpStoreServer::answerOrPark(Loop& loop, Connection& c, uint32_t id, std::string_view body, bool get, bool rerun) {
+  auto bad = [&] { reply(loop, c, replyFrame(sp::Reply::kBadRequest, id)); };
   sp::Reader r(body.substr(5));  // past the opcode and the id
   auto timeout_ms = r.u32();
   auto nkeys = r.u32();
-  if (!timeout_ms || !nkeys || *nkeys > sp::kMaxKeysPerRequest) {
-    reply(loop, c, replyFrame(sp::Reply::kBadRequest, id));
-    return;
-  }
+  if (!timeout_ms || !nkeys || *nkeys > sp::kMaxKeysPerRequest) return bad();
   std::vector<std::string> keys;
   keys.reserve(*nkeys);
   for (uint32_t i = 0; i < *nkeys; ++i) {
     auto key = r.str();
-    if (!key) {
-      reply(loop, c, replyFrame(sp::Reply::kBadRequest, id));
-      return;
-    }
+    if (!key) return bad();
     keys.push_back(std::move(*key));
   }
-  if (!r.atEnd()) {
-    reply(loop, c, replyFrame(sp::Reply::kBadRequest, id));
-    return;
-  }
-  if (!rerun && c.parked.count(id)) {  // the client reused the id of a request still waiting
-    reply(loop, c, replyFrame(sp::Reply::kBadRequest, id));
-    return;
-  }
+  if (!r.atEnd()) return bad();
+  if (!rerun && c.parked.count(id)) return bad();  // the client reused the id of a request still waiting
   sp::Writer answer(0);
   answer.u32(id);
   bool missing = false;
@@ -444,10 +422,7 @@ void TcpStoreServer::answerOrPark(Loop& loop, Connection& c, uint32_t id, std::s
     return;
   }
   if (rerun) return;  // still waiting; its entries on the missing keys remain
-  if (c.parked.size() >= sp::kMaxParkedPerConnection) {
-    reply(loop, c, replyFrame(sp::Reply::kBadRequest, id));  // its waiter entries go stale and are skipped
-    return;
-  }
+  if (c.parked.size() >= sp::kMaxParkedPerConnection) return bad();  // its waiter entries go stale and are skipped
   const Deadline deadline = deadlineAfter(std::chrono::milliseconds(*timeout_ms));
   c.parked[id] = Connection::Parked{std::string(body), deadline};
   loop.deadlines.insert({deadline, c.fd.get(), id});

@@ -8,8 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap/store.h"
-#include "collectives/bootstrap/tcp_store_server.h"
+#include "collectives/bootstrap/store_fixture.h"
 #include "collectives/communicator.h"
 
 namespace megascale {
@@ -25,22 +24,6 @@ CommunicatorOptions tcpOptions(std::chrono::milliseconds timeout = 20s) {
   return o;
 }
 
-// A job whose store can be restarted on its port, as after a crash.
-struct RestartableJob {
-  RestartableJob() { server = startLoopbackStore(&id); }
-  void restart() {
-    TcpStoreServer::Options o;
-    o.host = "127.0.0.1";
-    o.port = parseStoreUrl(id.store_url).port;
-    o.secret = id.secret;
-    server.reset();
-    server = std::make_unique<TcpStoreServer>(o);
-    server->start();
-  }
-  UniqueId id;
-  std::unique_ptr<TcpStoreServer> server;
-};
-
 int32_t sumOver(Communicator& comm, int32_t value) {
   int32_t sum = 0;
   Status s = comm.allReduce(&value, &sum, 1, mscInt32, mscSum)->wait(20s);
@@ -50,7 +33,7 @@ int32_t sumOver(Communicator& comm, int32_t value) {
 
 // 8 ranks as 2 x 2 x 2 (rank = t + 2 * (d + 2 * p)): each rank's three groups from the layout alone.
 TEST(CommunicatorInit, StridedGroupsWorkAndARankAheadDoesNotWaitForTheOthers) {
-  RestartableJob job;
+  testing::TcpBackend job;
   std::atomic<bool> first_done{false};
   std::atomic<int> started_before_first_done{0};
   auto rank_body = [&](int rank) {
@@ -58,7 +41,7 @@ TEST(CommunicatorInit, StridedGroupsWorkAndARankAheadDoesNotWaitForTheOthers) {
       while (!first_done.load()) std::this_thread::sleep_for(1ms);  // rank 0 finishes its init alone
     }
     if (!first_done.load()) ++started_before_first_done;
-    auto world = Communicator::create(job.id, rank, 8, tcpOptions());
+    auto world = Communicator::create(job.id(), rank, 8, tcpOptions());
     const int t = rank % 2, d = rank / 2 % 2, p = rank / 4;
     auto tp = world->splitStrided({2 * (d + 2 * p), 1, 2});
     auto dp = world->splitStrided({t + 4 * p, 2, 2});
@@ -86,9 +69,9 @@ TEST(CommunicatorInit, StridedGroupsWorkAndARankAheadDoesNotWaitForTheOthers) {
 }
 
 TEST(CommunicatorInit, OneRankOfAThousandInitsAloneWithoutWaiting) {
-  RestartableJob job;
+  testing::TcpBackend job;
   const auto start = std::chrono::steady_clock::now();
-  auto world = Communicator::create(job.id, 517, 1024, tcpOptions());
+  auto world = Communicator::create(job.id(), 517, 1024, tcpOptions());
   auto tp = world->splitStrided({512, 1, 8});   // ranks 512..519
   auto dp = world->splitStrided({5, 8, 128});   // every eighth rank from 5
   ASSERT_NE(tp, nullptr);
@@ -99,8 +82,8 @@ TEST(CommunicatorInit, OneRankOfAThousandInitsAloneWithoutWaiting) {
 }
 
 TEST(CommunicatorInit, StridedSplitRejectsGroupsOutsideTheCommunicatorNamingTheRank) {
-  RestartableJob job;
-  auto world = Communicator::create(job.id, 3, 8, tcpOptions());
+  testing::TcpBackend job;
+  auto world = Communicator::create(job.id(), 3, 8, tcpOptions());
   auto expectInvalid = [&](Communicator::RankStride g, const char* fragment) {
     try {
       (void)world->splitStrided(g);
@@ -118,12 +101,12 @@ TEST(CommunicatorInit, StridedSplitRejectsGroupsOutsideTheCommunicatorNamingTheR
 }
 
 TEST(CommunicatorInit, StoreRestartDuringInitIsAClearErrorNotAHang) {
-  RestartableJob job;
+  testing::TcpBackend job;
   std::vector<std::shared_ptr<Communicator>> worlds(2);
   std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r) ranks.emplace_back([&, r] { worlds[r] = Communicator::create(job.id, r, 2, tcpOptions(5s)); });
+  for (int r = 0; r < 2; ++r) ranks.emplace_back([&, r] { worlds[r] = Communicator::create(job.id(), r, 2, tcpOptions(5s)); });
   for (auto& t : ranks) t.join();
-  job.restart();  // both published into the store that is now gone
+  job.restart();  // same port, empty: both published into the store that is now gone
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> errors(2);
   ranks.clear();
@@ -144,13 +127,13 @@ TEST(CommunicatorInit, StoreRestartDuringInitIsAClearErrorNotAHang) {
 }
 
 TEST(CommunicatorInit, ARankThatNeverArrivesTimesOutNamingIt) {
-  RestartableJob job;
+  testing::TcpBackend job;
   std::vector<std::string> errors(2);
   std::vector<std::thread> ranks;
   const auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < 2; ++r) {
     ranks.emplace_back([&, r] {
-      auto world = Communicator::create(job.id, r, 3, tcpOptions(1s));  // rank 2 never starts
+      auto world = Communicator::create(job.id(), r, 3, tcpOptions(1s));  // rank 2 never starts
       int64_t out = r;
       errors[r] = world->pointToPoint({{true, &out, 1, mscInt64, 2}})->wait(30s).message();
     });
