@@ -49,11 +49,15 @@ Status commFor(PeerLinks& links, int peer, bool connect, Deadline deadline, Comm
   return *comm != nullptr ? Status::ok() : Status(ErrorCode::kUnavailable, "");
 }
 
-// Sleeps until a socket of a posted transfer is ready, or `cap` passes (the caller checks its deadline and
-// the abort flag between waits). False, without sleeping, when some transfer offers no descriptor: on
-// oversubscribed cores a timer nap per 0.6 ms per waiting thread cost a sixth of the compute beside it.
-bool sleepOnSockets(const std::vector<Node>& nodes, size_t first, std::vector<pollfd>& fds, int cap_ms) {
+// Sleeps until a socket of a posted transfer is ready, or a listener of the rank (a handshake: a lazy stripe
+// of a connection a transfer waits on, or a peer connecting), or `cap` passes (the caller checks its deadline
+// and the abort flag between waits). *incoming: a listener moved, so pollIncoming() has work. False, without
+// sleeping, when some transfer offers no descriptor: on oversubscribed cores a timer nap per 0.6 ms per waiting
+// thread cost a sixth of the compute beside it.
+bool sleepOnSockets(const std::vector<Node>& nodes, size_t first, const PeerLinks& links, std::vector<pollfd>& fds,
+                    int cap_ms, bool* incoming) {
   fds.clear();
+  *incoming = false;
   for (size_t i = first; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (n.state != Node::kPosted || !n.isTransfer()) continue;
@@ -61,7 +65,11 @@ bool sleepOnSockets(const std::vector<Node>& nodes, size_t first, std::vector<po
     if (!offered) return false;
   }
   if (fds.empty()) return false;
+  const size_t transfers = fds.size();
+  if (!links.appendIncomingReadiness(fds)) fds.resize(transfers);
   (void)::poll(fds.data(), fds.size(), cap_ms);  // EINTR or a timeout: the loop tests again either way
+  *incoming = std::any_of(fds.begin() + static_cast<std::ptrdiff_t>(transfers), fds.end(),
+                          [](const pollfd& p) { return p.revents != 0; });
   return true;
 }
 
@@ -353,8 +361,13 @@ Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, msc
                                              " (a peer hung or died; MEGASCALE_TIMEOUT_MS sets the limit)");
       }
     }
-    if (!slot_wait && backoff.socketsFirst() && sleepOnSockets(nodes, phase_first[oldest], fds, kSocketWaitCapMs)) {
+    bool incoming = false;
+    if (!slot_wait && backoff.socketsFirst() && sleepOnSockets(nodes, phase_first[oldest], links, fds, kSocketWaitCapMs, &incoming)) {
       backoff.rested();
+      if (incoming) {
+        Status s = links.pollIncoming();
+        if (!s.isOk()) return fail(s.code(), s.message());
+      }
       continue;
     }
     backoff.idle();

@@ -7,11 +7,11 @@
 namespace megascale {
 
 namespace {
-constexpr char kMagic[4] = {'M', 'S', 'C', '1'};
-constexpr size_t kChallengeBytes = sizeof(kMagic) + kNonceBytes;
-constexpr size_t kResponseBytes = kNonceBytes + sizeof(Digest) + sizeof(Hello);
-constexpr size_t kVerdictBytes = 1 + sizeof(Digest);
-constexpr int kSteps = 3;  // challenge, response, verdict
+constexpr char kMagic[4] = {'M', 'S', 'C', '2'};
+constexpr size_t kClientHelloBytes = sizeof(kMagic) + kNonceBytes + sizeof(Hello);
+constexpr size_t kServerProofBytes = sizeof(kMagic) + kNonceBytes + sizeof(Digest);
+constexpr size_t kClientProofBytes = sizeof(Digest);
+constexpr int kSteps = 3;  // client hello, server proof, client proof
 }  // namespace
 
 AuthSession::AuthSession(Role role, std::string secret, Hello hello)
@@ -26,54 +26,54 @@ AuthSession::AuthSession(Role role, std::string secret, Hello hello)
   prepareStep();
 }
 
-Digest AuthSession::clientProof() const {
+const Hello& AuthSession::clientHello() const { return role_ == Role::kClient ? hello_ : peer_hello_; }
+
+Digest AuthSession::proof(const char (&label)[7], const uint8_t* first_nonce, const uint8_t* second_nonce) const {
   uint8_t msg[6 + 2 * kNonceBytes + sizeof(Hello)];
-  std::memcpy(msg, "client", 6);
-  std::memcpy(msg + 6, server_nonce_, kNonceBytes);
-  std::memcpy(msg + 6 + kNonceBytes, client_nonce_, kNonceBytes);
-  const Hello& hello = role_ == Role::kClient ? hello_ : peer_hello_;
-  std::memcpy(msg + 6 + 2 * kNonceBytes, hello.data(), hello.size());
+  std::memcpy(msg, label, 6);
+  std::memcpy(msg + 6, first_nonce, kNonceBytes);
+  std::memcpy(msg + 6 + kNonceBytes, second_nonce, kNonceBytes);
+  std::memcpy(msg + 6 + 2 * kNonceBytes, clientHello().data(), sizeof(Hello));
   return hmacSha256(secret_, msg, sizeof(msg));
 }
 
-Digest AuthSession::serverProof() const {
-  uint8_t msg[6 + 2 * kNonceBytes];
-  std::memcpy(msg, "server", 6);
-  std::memcpy(msg + 6, client_nonce_, kNonceBytes);
-  std::memcpy(msg + 6 + kNonceBytes, server_nonce_, kNonceBytes);
-  return hmacSha256(secret_, msg, sizeof(msg));
-}
+Digest AuthSession::clientProof() const { return proof("client", server_nonce_, client_nonce_); }
+Digest AuthSession::serverProof() const { return proof("server", client_nonce_, server_nonce_); }
 
 // Fills the buffer for a write step or sizes it for a read step.
 void AuthSession::prepareStep() {
   step_done_ = 0;
-  bool server = role_ == Role::kServer;
+  const bool client = role_ == Role::kClient;
   switch (step_) {
     case 0:
-      step_is_write_ = server;
-      step_size_ = kChallengeBytes;
-      if (server) {
+      step_is_write_ = client;
+      step_size_ = kClientHelloBytes;
+      if (client) {
         std::memcpy(buffer_, kMagic, sizeof(kMagic));
-        std::memcpy(buffer_ + sizeof(kMagic), server_nonce_, kNonceBytes);
+        std::memcpy(buffer_ + sizeof(kMagic), client_nonce_, kNonceBytes);
+        std::memcpy(buffer_ + sizeof(kMagic) + kNonceBytes, hello_.data(), hello_.size());
       }
       break;
     case 1:
-      step_is_write_ = !server;
-      step_size_ = kResponseBytes;
-      if (!server) {
-        Digest proof = clientProof();
-        std::memcpy(buffer_, client_nonce_, kNonceBytes);
-        std::memcpy(buffer_ + kNonceBytes, proof.data(), proof.size());
-        std::memcpy(buffer_ + kNonceBytes + proof.size(), hello_.data(), hello_.size());
+      step_is_write_ = !client;
+      step_size_ = kServerProofBytes;
+      if (!client) {
+        Digest p = serverProof();
+        std::memcpy(buffer_, kMagic, sizeof(kMagic));
+        std::memcpy(buffer_ + sizeof(kMagic), server_nonce_, kNonceBytes);
+        std::memcpy(buffer_ + sizeof(kMagic) + kNonceBytes, p.data(), p.size());
       }
       break;
     case 2:
-      step_is_write_ = server;
-      step_size_ = kVerdictBytes;
-      if (server) {
-        Digest proof = serverProof();
-        buffer_[0] = 1;
-        std::memcpy(buffer_ + 1, proof.data(), proof.size());
+      step_is_write_ = client;
+      step_size_ = kClientProofBytes;
+      if (client) {
+        if (refused_) {
+          std::memset(buffer_, 0, kClientProofBytes);
+        } else {
+          Digest p = clientProof();
+          std::memcpy(buffer_, p.data(), p.size());
+        }
       }
       break;
     default:
@@ -82,6 +82,31 @@ void AuthSession::prepareStep() {
 }
 
 short AuthSession::wantedEvents() const { return step_is_write_ ? POLLOUT : POLLIN; }
+
+Status AuthSession::checkReceived() {
+  if (role_ == Role::kServer && step_ == 0) {
+    if (std::memcmp(buffer_, kMagic, sizeof(kMagic)) != 0) {
+      return Status(ErrorCode::kAuthFailed, "peer is not a megascale endpoint of this version (bad handshake magic)");
+    }
+    std::memcpy(client_nonce_, buffer_ + sizeof(kMagic), kNonceBytes);
+    std::memcpy(peer_hello_.data(), buffer_ + sizeof(kMagic) + kNonceBytes, peer_hello_.size());
+  } else if (role_ == Role::kClient && step_ == 1) {
+    if (std::memcmp(buffer_, kMagic, sizeof(kMagic)) != 0) {
+      return Status(ErrorCode::kAuthFailed, "peer is not a megascale endpoint of this version (bad handshake magic)");
+    }
+    std::memcpy(server_nonce_, buffer_ + sizeof(kMagic), kNonceBytes);
+    Digest claimed;
+    std::memcpy(claimed.data(), buffer_ + sizeof(kMagic) + kNonceBytes, claimed.size());
+    refused_ = !digestEquals(claimed, serverProof());
+  } else if (role_ == Role::kServer && step_ == 2) {
+    Digest claimed;
+    std::memcpy(claimed.data(), buffer_, claimed.size());
+    if (!digestEquals(claimed, clientProof())) {
+      return Status(ErrorCode::kAuthFailed, "client did not prove the job secret; connection refused");
+    }
+  }
+  return Status::ok();
+}
 
 Status AuthSession::progress(int fd, bool* done) {
   *done = false;
@@ -93,36 +118,13 @@ Status AuthSession::progress(int fd, bool* done) {
                                    " step " + std::to_string(step_) + "): " + io.message());
     }
     if (step_done_ < step_size_) return Status::ok();
-    if (!step_is_write_) {
-      if (role_ == Role::kClient && step_ == 0) {
-        if (std::memcmp(buffer_, kMagic, sizeof(kMagic)) != 0) {
-          return Status(ErrorCode::kAuthFailed, "peer is not a megascale endpoint (bad handshake magic)");
-        }
-        std::memcpy(server_nonce_, buffer_ + sizeof(kMagic), kNonceBytes);
-      } else if (role_ == Role::kServer && step_ == 1) {
-        std::memcpy(client_nonce_, buffer_, kNonceBytes);
-        Digest claimed;
-        std::memcpy(claimed.data(), buffer_ + kNonceBytes, claimed.size());
-        std::memcpy(peer_hello_.data(), buffer_ + kNonceBytes + claimed.size(), peer_hello_.size());
-        if (!digestEquals(claimed, clientProof())) {
-          uint8_t refusal[kVerdictBytes] = {};
-          size_t sent = 0;
-          (void)sendSome(fd, refusal, sizeof(refusal), &sent);  // best effort: tell the client why
-          return Status(ErrorCode::kAuthFailed, "client did not prove the job secret; connection refused");
-        }
-      } else if (role_ == Role::kClient && step_ == 2) {
-        Digest claimed;
-        std::memcpy(claimed.data(), buffer_ + 1, claimed.size());
-        if (buffer_[0] != 1) {
-          return Status(ErrorCode::kAuthFailed, "refused by the server: wrong job secret (unique id from another job?)");
-        }
-        if (!digestEquals(claimed, serverProof())) {
-          return Status(ErrorCode::kAuthFailed, "server did not prove the job secret; not trusting it");
-        }
-      }
-    }
+    if (!step_is_write_) MSC_RETURN_IF_ERROR(checkReceived());
     ++step_;
     prepareStep();
+  }
+  if (refused_) {
+    return Status(ErrorCode::kAuthFailed, "the server did not prove the job secret: wrong job secret (unique id from "
+                                          "another job?); not trusting it");
   }
   *done = true;
   return Status::ok();

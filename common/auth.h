@@ -1,9 +1,13 @@
 // Mutual challenge-response over any stream socket, driven by non-blocking I/O so an event loop can run it.
-//   server -> client: magic "MSC1" + server nonce
-//   client -> server: client nonce + HMAC(secret, "client" | server nonce | client nonce | hello) + hello
-//   server -> client: verdict byte + HMAC(secret, "server" | client nonce | server nonce)
+//   client -> server: magic "MSC2" + client nonce + hello
+//   server -> client: magic "MSC2" + server nonce + HMAC(secret, "server" | client nonce | server nonce | hello)
+//   client -> server: HMAC(secret, "client" | server nonce | client nonce | hello)
 // The secret never crosses the wire; fresh nonces on both sides stop replay; the role labels stop reflection.
 // The hello is a small fixed payload the client authenticates along with itself (rank, connection token).
+// The client speaks first, with its connect, and is done once it has sent its proof: its data can follow in
+// the same flight, so a connection costs the server two wake-ups and the client one (a round trip less than
+// server-first). A client that finds the server's proof wrong sends an all-zero proof, so both sides see
+// kAuthFailed rather than one of them a hang-up.
 #pragma once
 
 #include <array>
@@ -40,9 +44,13 @@ class AuthSession {
   static Status runBlocking(AuthSession& session, int fd, Deadline deadline, const std::string& what);
 
  private:
+  const Hello& clientHello() const;
+  Digest proof(const char (&label)[7], const uint8_t* first_nonce, const uint8_t* second_nonce) const;
   Digest clientProof() const;
   Digest serverProof() const;
   void prepareStep();
+  /// Checks a message just read, taking the peer's nonce (and hello) from it.
+  Status checkReceived();
 
   Role role_;
   std::string secret_;
@@ -53,6 +61,7 @@ class AuthSession {
   int step_ = 0;
   bool step_is_write_ = true;
   uint8_t buffer_[4 + 2 * kNonceBytes + sizeof(Hello)];
+  bool refused_ = false;  // client: the server's proof was wrong; the zero proof in buffer_ tells it so
   size_t step_size_ = 0;
   size_t step_done_ = 0;
 };

@@ -18,7 +18,7 @@ const std::vector<Knob>& knobs() {
       {"MEGASCALE_DEBUG", Type::kInt, "0", "level", "core", "log level: 0 warn, 1 info, 2 debug, 3 trace (a timeline line per schedule phase)"},
       {"MEGASCALE_TRANSPORT", Type::kString, "auto", "", "transport",
        "auto (per peer: shm on the same host, else the network transport), or one transport for every peer it reaches: shm, tcp; the NCCL plugin takes the network one"},
-      {"MEGASCALE_TCP_SOCKETS", Type::kInt, "2", "sockets", "transport", "TCP sockets per connection"},
+      {"MEGASCALE_TCP_SOCKETS", Type::kInt, "2", "sockets", "transport", "TCP sockets per connection (a communicator opens the first at connect, the others at the first large message)"},
       {"MEGASCALE_TCP_STRIPE_MIN", Type::kInt, "262144", "bytes",
        "transport", "messages at least this large are striped over all sockets of a connection"},
       {"MEGASCALE_TCP_IFADDR", Type::kString, "", "", "transport",

@@ -142,6 +142,9 @@ struct TransportOptions {
   std::string secret;            // job secret every connection proves (common/auth.h)
   std::string bind_address;      // tcp: IPv4 address to listen on
   int sockets_per_comm = 2;      // tcp
+  // tcp: a comm connects with one socket and dials the others at its first message of stripe_min_bytes. Only
+  // for listeners that are polled for as long as their comms live (a communicator's are); NCCL closes its own.
+  bool lazy_stripes = false;
   size_t stripe_min_bytes = 256 * 1024;  // tcp
   size_t shm_ring_bytes = 4 << 20;       // shm
   int handshake_timeout_ms = 30000;

@@ -269,6 +269,42 @@ TEST_P(CommunicatorTest, SplitWithTrafficClassMarksTheChildsConnectionsAndItsSpl
 
 }
 
+// A connection opens one socket; its second (MEGASCALE_TCP_SOCKETS=2) joins at the first large message, which a
+// rank waiting in a collective accepts from its listener.
+TEST_P(CommunicatorTest, ConnectionsStartWithOneSocketAndStripeAtTheFirstLargeMessage) {
+  if (GetParam() != "tcp") GTEST_SKIP() << "stripes are the TCP transport's";
+  const auto sockets = [] {
+    int total = 0;
+    for (const auto& [tos, n] : connectedSocketsByTos()) total += n;
+    return total;
+  };
+  int unconnected = 0, small = 0, large = 0;
+  std::atomic<int> created{0};
+  runRanks(2, [&](int rank, Communicator& comm) {
+    created.fetch_add(1);
+    while (created.load() < 2) std::this_thread::yield();
+    if (rank == 0) unconnected = sockets();  // the store's connections only
+    ASSERT_TRUE(comm.barrier()->wait(20s).isOk());
+    int32_t one = 1, sum = 0;
+    ASSERT_TRUE(comm.allReduce(&one, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
+    ASSERT_TRUE(comm.barrier()->wait(20s).isOk());
+    if (rank == 0) small = sockets();
+    ASSERT_TRUE(comm.barrier()->wait(20s).isOk());
+    std::vector<float> in(size_t(1) << 20, static_cast<float>(rank + 1)), out(in.size());  // 4 MiB
+    const Deadline deadline = deadlineAfter(10s);
+    int stop = 0;
+    while (!stop) {
+      ASSERT_TRUE(comm.allReduce(in.data(), out.data(), in.size(), mscFloat32, mscSum)->wait(20s).isOk());
+      EXPECT_EQ(out[12345], 3.0f);
+      int done = rank == 0 && (sockets() - unconnected >= 2 * (small - unconnected) || Clock::now() > deadline);
+      ASSERT_TRUE(comm.broadcast(&done, &stop, 1, mscInt32, 0)->wait(20s).isOk());
+    }
+    if (rank == 0) large = sockets();
+  });
+  EXPECT_EQ(small - unconnected, 4) << "0 -> 1 and 1 -> 0, both ends, one socket each";
+  EXPECT_EQ(large - unconnected, 8) << "two sockets each once a large message has gone";
+}
+
 TEST_P(CommunicatorTest, SplitRejectsATrafficClassOutsideATosByte) {
   auto comm = Communicator::create(id_, 0, 1, options());
   try {

@@ -55,11 +55,49 @@ TEST(AuthSession, GarbageFromServerIsRejected) {
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   Fd a(fds[0]), b(fds[1]);
   setNonBlocking(b.get());
-  std::string junk(36, 'J');
-  ASSERT_EQ(::write(a.get(), junk.data(), junk.size()), 36);
+  std::string junk(4 + kNonceBytes + sizeof(Digest), 'J');  // as long as the server's proof
+  ASSERT_EQ(::write(a.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
   AuthSession client(AuthSession::Role::kClient, "s");
   Status s = AuthSession::runBlocking(client, b.get(), deadlineAfter(std::chrono::seconds(2)), "client");
   EXPECT_EQ(s.code(), ErrorCode::kAuthFailed);
+}
+
+TEST(AuthSession, GarbageFromClientIsRejected) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Fd a(fds[0]), b(fds[1]);
+  setNonBlocking(b.get());
+  std::string junk(4 + kNonceBytes + sizeof(Hello), 'J');  // as long as the client's hello
+  ASSERT_EQ(::write(a.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  AuthSession server(AuthSession::Role::kServer, "s");
+  Status s = AuthSession::runBlocking(server, b.get(), deadlineAfter(std::chrono::seconds(2)), "server");
+  EXPECT_EQ(s.code(), ErrorCode::kAuthFailed);
+  EXPECT_NE(s.message().find("not a megascale endpoint"), std::string::npos) << s.message();
+}
+
+// The client speaks first and is done once its proof is out: its first data can follow at once, and the
+// server reads both in one go.
+TEST(AuthSession, ClientIsDoneAfterOneRoundTripAndItsDataFollowsTheProof) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Fd server_fd(fds[0]), client_fd(fds[1]);
+  setNonBlocking(server_fd.get());
+  setNonBlocking(client_fd.get());
+  AuthSession server(AuthSession::Role::kServer, "s");
+  AuthSession client(AuthSession::Role::kClient, "s");
+  bool client_done = false, server_done = false;
+  ASSERT_TRUE(client.progress(client_fd.get(), &client_done).isOk());  // its hello leaves without waiting
+  EXPECT_FALSE(client_done);
+  ASSERT_TRUE(server.progress(server_fd.get(), &server_done).isOk());  // reads it, answers with its proof
+  EXPECT_FALSE(server_done);
+  ASSERT_TRUE(client.progress(client_fd.get(), &client_done).isOk());  // checks it, sends its own
+  EXPECT_TRUE(client_done);
+  ASSERT_EQ(::write(client_fd.get(), "data", 4), 4);
+  ASSERT_TRUE(server.progress(server_fd.get(), &server_done).isOk());
+  EXPECT_TRUE(server_done);
+  char data[4];
+  ASSERT_EQ(::read(server_fd.get(), data, 4), 4);
+  EXPECT_EQ(std::string(data, 4), "data");
 }
 
 TEST(AuthSession, SilentPeerTimesOut) {

@@ -3,7 +3,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <deque>
+#include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "common/auth.h"
@@ -95,28 +98,73 @@ class TcpListener : public Listener {
         continue;
       }
       tcp_wire::HelloInfo hello = tcp_wire::decodeHello(p.auth.peerHello());
-      Group& g = groups_[hello.token];
-      if (hello.sockets == 0 || hello.sockets > 64 || hello.socket_index >= hello.sockets ||
-          (!g.sockets.empty() && g.sockets.size() != hello.sockets)) {
-        MSC_LOG_WARN("tcp transport: inconsistent hello from %s; dropped", formatAddress(p.from).c_str());
-        groups_.erase(hello.token);
-        pending_.erase(pending_.begin() + static_cast<long>(i));
-        continue;
-      }
-      if (g.sockets.empty()) g.sockets.resize(hello.sockets);
       // Acknowledgements travel in the class of the data they acknowledge (listeners are shared by groups of
       // different classes).
       if (hello.traffic_class >= 0) setTrafficClass(p.fd.get(), hello.traffic_class);
-      g.sockets[hello.socket_index] = std::move(p.fd);
-      g.local_id = hello.local_id;
-      g.from = p.from;
-      if (++g.arrived == hello.sockets) {
-        ready_.push_back(std::make_unique<TcpRecvComm>(std::move(g.sockets), options_.stripe_min_bytes, g.local_id,
-                                                       describe(g.from, g.local_id)));
-        groups_.erase(hello.token);
+      if (hello.sockets == 0 || hello.sockets > tcp_wire::kMaxSockets || hello.socket_index >= hello.sockets) {
+        drop(p, "an inconsistent hello");
+      } else if (hello.flags & tcp_wire::kJoin) {
+        join(hello, p);
+      } else if (hello.flags & tcp_wire::kLazy) {
+        startLazy(hello, p);
+      } else {
+        gather(hello, p);
       }
       pending_.erase(pending_.begin() + static_cast<long>(i));
     }
+  }
+
+  void drop(const Pending& p, const char* what) {
+    MSC_LOG_WARN("tcp transport: %s from %s; dropped", what, formatAddress(p.from).c_str());
+  }
+
+  // Every socket at once: the comm is ready when the last has arrived.
+  void gather(const tcp_wire::HelloInfo& hello, Pending& p) {
+    Group& g = groups_[hello.token];
+    if (!g.sockets.empty() && g.sockets.size() != hello.sockets) {
+      drop(p, "an inconsistent hello");
+      groups_.erase(hello.token);
+      return;
+    }
+    if (g.sockets.empty()) g.sockets.resize(hello.sockets);
+    g.sockets[hello.socket_index] = std::move(p.fd);
+    g.local_id = hello.local_id;
+    g.from = p.from;
+    if (++g.arrived == hello.sockets) {
+      ready_.push_back(std::make_unique<TcpRecvComm>(std::move(g.sockets), g.local_id, describe(g.from, g.local_id)));
+      groups_.erase(hello.token);
+    }
+  }
+
+  // Socket 0 of a lazily striped comm: ready at once; the others join it later through its inbox.
+  void startLazy(const tcp_wire::HelloInfo& hello, Pending& p) {
+    if (hello.socket_index != 0) return drop(p, "an inconsistent hello");
+    std::vector<Fd> sockets(hello.sockets);
+    sockets[0] = std::move(p.fd);
+    std::shared_ptr<JoinInbox> inbox;
+    if (hello.sockets > 1) {
+      inbox = std::make_shared<JoinInbox>();
+      forgetDeparted();
+      joins_[hello.token] = inbox;
+    }
+    ready_.push_back(std::make_unique<TcpRecvComm>(std::move(sockets), hello.local_id, describe(p.from, hello.local_id),
+                                                   std::move(inbox)));
+  }
+
+  void join(const tcp_wire::HelloInfo& hello, Pending& p) {
+    auto it = joins_.find(hello.token);
+    std::shared_ptr<JoinInbox> inbox = it == joins_.end() ? nullptr : it->second.lock();
+    if (!inbox || hello.socket_index == 0) return drop(p, "a stripe of no connection this listener holds");
+    std::lock_guard<std::mutex> lock(inbox->mutex);
+    inbox->arrived.emplace_back(hello.socket_index, std::move(p.fd));
+    inbox->any.store(true, std::memory_order_release);
+  }
+
+  // Drops the inboxes of comms gone or complete, each time the table doubles: amortized O(1) a connection.
+  void forgetDeparted() {
+    if (joins_.size() < forget_at_) return;
+    for (auto it = joins_.begin(); it != joins_.end();) it = it->second.expired() ? joins_.erase(it) : std::next(it);
+    forget_at_ = std::max<size_t>(64, 2 * joins_.size());
   }
 
   TransportOptions options_;
@@ -124,6 +172,8 @@ class TcpListener : public Listener {
   Address address_;
   std::vector<std::unique_ptr<Pending>> pending_;
   std::unordered_map<uint64_t, Group> groups_;  // by connection token, until every socket has arrived
+  std::unordered_map<uint64_t, std::weak_ptr<JoinInbox>> joins_;  // lazily striped comms, by connection token
+  size_t forget_at_ = 64;
   std::deque<std::unique_ptr<RecvComm>> ready_;
 };
 
@@ -132,27 +182,31 @@ class TcpConnector : public Connector {
   TcpConnector(const TransportOptions& options, const sockaddr_in& addr, uint64_t local_id)
       : options_(options), addr_(addr), local_id_(local_id),
         deadline_(deadlineAfter(std::chrono::milliseconds(options.handshake_timeout_ms))) {
-    uint64_t token;
-    randomBytes(&token, sizeof(token));
-    int n = std::max(1, options.sockets_per_comm);
-    for (int i = 0; i < n; ++i) {
-      tcp_wire::HelloInfo hello{local_id, token, static_cast<uint16_t>(i), static_cast<uint16_t>(n), options.traffic_class};
-      sockets_.push_back(Socket{Fd(), false, false,
-                                AuthSession(AuthSession::Role::kClient, options.secret, tcp_wire::encodeHello(hello))});
+    randomBytes(&token_, sizeof(token_));
+    sockets_ = std::clamp(options.sockets_per_comm, 1, tcp_wire::kMaxSockets);
+    lazy_ = options.lazy_stripes && sockets_ > 1;
+    const int now = lazy_ ? 1 : sockets_;
+    for (int i = 0; i < now; ++i) {
+      tcp_wire::HelloInfo hello{local_id, token_, static_cast<uint16_t>(i), static_cast<uint16_t>(sockets_),
+                                options.traffic_class, static_cast<uint16_t>(lazy_ ? tcp_wire::kLazy : 0)};
+      dials_.emplace_back(options_, addr_, hello);
     }
   }
 
   Status poll(std::unique_ptr<SendComm>* comm) override {
     bool all_done = true;
-    for (Socket& s : sockets_) {
-      Status st = progress(s);
+    for (size_t i = 0; i < dials_.size(); ++i) {
+      bool done = false;
+      Status st = dials_[i].poll(&done);
       if (!st.isOk()) return Status(st.code(), "tcp connect to " + formatAddress(addr_) + ": " + st.message());
-      all_done = all_done && s.authenticated;
+      all_done = all_done && done;
     }
     if (all_done) {
       std::vector<Fd> fds;
-      for (Socket& s : sockets_) fds.push_back(std::move(s.fd));
-      *comm = std::make_unique<TcpSendComm>(std::move(fds), options_.stripe_min_bytes, formatAddress(addr_));
+      for (TcpDial& d : dials_) fds.push_back(d.release());
+      std::optional<TcpSendComm::LaterStripes> later;
+      if (lazy_) later = TcpSendComm::LaterStripes{options_, addr_, local_id_, token_, sockets_};
+      *comm = std::make_unique<TcpSendComm>(std::move(fds), options_.stripe_min_bytes, formatAddress(addr_), std::move(later));
       return Status::ok();
     }
     if (Clock::now() > deadline_) {
@@ -163,56 +217,21 @@ class TcpConnector : public Connector {
   }
 
   bool appendReadiness(std::vector<pollfd>& fds) const override {
-    for (const Socket& s : sockets_) {
-      if (s.authenticated) continue;
-      if (!s.fd.valid()) return false;  // not even started: poll() starts it at once
-      fds.push_back(pollfd{s.fd.get(), s.connected ? s.auth.wantedEvents() : short(POLLOUT), 0});
+    for (const TcpDial& d : dials_) {
+      if (!d.appendReadiness(fds)) return false;  // not even started: poll() starts it at once
     }
     return true;
   }
 
  private:
-  struct Socket {
-    Fd fd;
-    bool connected;
-    bool authenticated;
-    AuthSession auth;
-  };
-
-  Status progress(Socket& s) {
-    if (s.authenticated) return Status::ok();
-    if (!s.fd.valid()) {
-      s.fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-      if (!s.fd.valid()) return Status(ErrorCode::kSystem, "socket() failed: " + errnoText(errno));
-      setNoDelay(s.fd.get());
-      setTrafficClass(s.fd.get(), options_.traffic_class);
-      setDeadPeerTimeout(s.fd.get(), options_.dead_peer_timeout_ms);
-      if (::connect(s.fd.get(), reinterpret_cast<const sockaddr*>(&addr_), sizeof(addr_)) == 0) {
-        s.connected = true;
-      } else if (errno != EINPROGRESS) {
-        return Status(ErrorCode::kPeerLost, "connect failed: " + errnoText(errno));
-      }
-    }
-    if (!s.connected) {
-      pollfd p{s.fd.get(), POLLOUT, 0};
-      if (::poll(&p, 1, 0) <= 0) return Status::ok();
-      int err = 0;
-      socklen_t len = sizeof(err);
-      getsockopt(s.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err != 0) return Status(ErrorCode::kPeerLost, "connect failed: " + errnoText(err));
-      s.connected = true;
-    }
-    bool done = false;
-    MSC_RETURN_IF_ERROR(s.auth.progress(s.fd.get(), &done));
-    s.authenticated = done;
-    return Status::ok();
-  }
-
   TransportOptions options_;
   sockaddr_in addr_;
   uint64_t local_id_;
+  uint64_t token_;
+  int sockets_;
+  bool lazy_;
   Deadline deadline_;
-  std::vector<Socket> sockets_;
+  std::vector<TcpDial> dials_;
 };
 
 }  // namespace

@@ -1,9 +1,13 @@
 // What TCP comms put on the wire.
 //   hello (authenticated by the handshake): u64 local id | u64 connection token | u16 socket index | u16 sockets |
-//   u16 traffic class + 1 (0: none; the accepting side marks its end of the socket with the connecting side's)
-//   per message, on socket 0: u32 tag | u64 size, then part 0 of the payload; parts 1.. on sockets 1..
-// A message of at least stripe_min bytes is cut into one contiguous part per socket, so both sides know
-// every part's extent from the size alone and each socket streams independently.
+//   u16 traffic class + 1 (0: none; the accepting side marks its end of the socket with the connecting side's) |
+//   u16 flags (kLazy: socket 0 of a comm whose other sockets join later; kJoin: such a later socket)
+//   per message, on socket 0: u32 tag | u16 parts | u16 zero | u64 size, then part 0 of the payload; parts 1..
+//   on sockets 1..
+// The sender cuts a message of at least stripe_min bytes into one contiguous part per socket it has ready, and
+// says how many in the header, so both sides know every part's extent and each socket streams independently.
+// With lazy stripes a comm starts with one socket and dials the others at its first large message: a
+// connection that only ever carries small messages (most of a large job's) costs one socket, not several.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +24,12 @@ struct HelloInfo {
   uint16_t socket_index;
   uint16_t sockets;
   int traffic_class = -1;  // the IP TOS byte the connecting side uses, -1 for the system's
+  uint16_t flags = 0;
 };
+
+constexpr uint16_t kLazy = 1;
+constexpr uint16_t kJoin = 2;
+constexpr int kMaxSockets = 64;
 
 inline Hello encodeHello(const HelloInfo& h) {
   Hello out{};
@@ -30,6 +39,7 @@ inline Hello encodeHello(const HelloInfo& h) {
   std::memcpy(out.data() + 18, &h.sockets, 2);
   const uint16_t tos = static_cast<uint16_t>(h.traffic_class < 0 ? 0 : (h.traffic_class & 0xff) + 1);
   std::memcpy(out.data() + 20, &tos, 2);
+  std::memcpy(out.data() + 22, &h.flags, 2);
   return out;
 }
 
@@ -42,22 +52,31 @@ inline HelloInfo decodeHello(const Hello& in) {
   uint16_t tos;
   std::memcpy(&tos, in.data() + 20, 2);
   h.traffic_class = tos == 0 || tos > 256 ? -1 : tos - 1;
+  std::memcpy(&h.flags, in.data() + 22, 2);
   return h;
 }
 
-constexpr size_t kHeaderBytes = 12;
+constexpr size_t kHeaderBytes = 16;
 
-inline void encodeHeader(uint32_t tag, uint64_t size, uint8_t out[kHeaderBytes]) {
+inline void encodeHeader(uint32_t tag, int parts, uint64_t size, uint8_t out[kHeaderBytes]) {
+  const uint16_t p = static_cast<uint16_t>(parts);
+  const uint16_t zero = 0;
   std::memcpy(out, &tag, 4);
-  std::memcpy(out + 4, &size, 8);
+  std::memcpy(out + 4, &p, 2);
+  std::memcpy(out + 6, &zero, 2);
+  std::memcpy(out + 8, &size, 8);
 }
 
-inline void decodeHeader(const uint8_t in[kHeaderBytes], uint32_t* tag, uint64_t* size) {
+/// The parts field as sent: the receiver checks it against the sockets the comm may have.
+inline void decodeHeader(const uint8_t in[kHeaderBytes], uint32_t* tag, int* parts, uint64_t* size) {
+  uint16_t p;
   std::memcpy(tag, in, 4);
-  std::memcpy(size, in + 4, 8);
+  std::memcpy(&p, in + 4, 2);
+  std::memcpy(size, in + 8, 8);
+  *parts = p;
 }
 
-/// Number of parts a message of `size` bytes is cut into.
+/// Number of parts a message of `size` bytes is cut into, with `sockets` ready to carry them.
 inline int partsFor(uint64_t size, int sockets, size_t stripe_min) {
   return (sockets > 1 && size >= stripe_min) ? sockets : 1;
 }
