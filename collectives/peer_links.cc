@@ -115,19 +115,23 @@ Status PeerLinks::startConnect(int peer, std::unique_ptr<transport::Connector>* 
   }
 }
 
-void PeerLinks::waitForProgress(IdleBackoff& backoff, const transport::Connector* connector) {
+bool PeerLinks::waitForProgress(IdleBackoff& backoff, const transport::Connector* connector) {
   // Sleep until our connection or the listeners move: a handshake step waits for the peer's thread, which
   // spinning cannot hurry, and every spin round costs an accept and a receive that find nothing (on 2 cores,
   // thousands of ranks connecting at once spent more in those than in the handshakes). Without descriptors to
   // sleep on, the backoff naps.
   std::vector<pollfd> fds;
-  const bool complete = (connector == nullptr || connector->appendReadiness(fds)) && appendIncomingReadiness(fds);
-  if (complete && !fds.empty()) {
-    (void)::poll(fds.data(), fds.size(), 100);  // the cap only bounds how late a deadline or abort is seen
+  const bool complete = connector == nullptr || connector->appendReadiness(fds);
+  const size_t own = fds.size();
+  if (complete && appendIncomingReadiness(fds) && !fds.empty()) {
+    // The cap only bounds how late a deadline or abort is seen. When it passes, look at the listeners anyway: a
+    // connection another group's thread accepted for this one waits in the hub, not on a descriptor.
+    const int ready = ::poll(fds.data(), fds.size(), 100);
     backoff.rested();
-    return;
+    return ready <= 0 || std::any_of(fds.begin() + static_cast<std::ptrdiff_t>(own), fds.end(), [](const pollfd& p) { return p.revents != 0; });
   }
   backoff.idle();
+  return true;
 }
 
 Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** comm) {
@@ -145,17 +149,18 @@ Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** co
   }
   std::unique_ptr<transport::SendComm> made;
   IdleBackoff backoff;
+  bool incoming = true;  // a listener may have moved: accept only then (an accept that finds nothing costs a call)
   while (!made) {
     Status s = connector->poll(&made);
     if (!s.isOk()) return Status(s.code(), "connecting to rank " + std::to_string(peer) + " over " + name + ": " + s.message());
-    MSC_RETURN_IF_ERROR(pollIncoming());  // the peer may be connecting to us at the same time
+    if (incoming) MSC_RETURN_IF_ERROR(pollIncoming());  // the peer may be connecting to us at the same time
     if (made) break;
     if (aborted_ != nullptr && aborted_->load()) return Status(ErrorCode::kAborted, "aborted by the user");
     if (Clock::now() > deadline) {
       return Status(ErrorCode::kTimeout, "connecting to rank " + std::to_string(peer) + " over " + name +
                                              ": timed out (is it alive and in the same job?)");
     }
-    waitForProgress(backoff, connector.get());
+    incoming = waitForProgress(backoff, connector.get());
   }
   *comm = made.get();
   send_[peer] = std::move(made);
@@ -166,6 +171,7 @@ Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** co
 
 Status PeerLinks::recvComm(int peer, Deadline deadline, transport::RecvComm** comm) {
   IdleBackoff backoff;
+  bool incoming = true;
   while (true) {
     auto it = recv_.find(peer);
     if (it != recv_.end()) {
@@ -179,14 +185,14 @@ Status PeerLinks::recvComm(int peer, Deadline deadline, transport::RecvComm** co
       *comm = it->second.get();
       return Status::ok();
     }
-    MSC_RETURN_IF_ERROR(pollIncoming());
+    if (incoming) MSC_RETURN_IF_ERROR(pollIncoming());
     if (recv_.count(peer)) continue;
     if (aborted_ != nullptr && aborted_->load()) return Status(ErrorCode::kAborted, "aborted by the user");
     if (Clock::now() > deadline) {
       return Status(ErrorCode::kTimeout, "waiting for rank " + std::to_string(peer) +
                                              " to connect: timed out (is it alive and in the same job?)");
     }
-    waitForProgress(backoff, nullptr);
+    incoming = waitForProgress(backoff, nullptr);
   }
 }
 

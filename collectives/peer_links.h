@@ -78,8 +78,9 @@ class PeerLinks {
   bool appendIncomingReadiness(std::vector<pollfd>& fds) const { return !closed_ && hub_->appendReadiness(fds); }
 
  private:
-  /// Waits a little for a connection to move: sleeps on its descriptors and the listeners', else naps.
-  void waitForProgress(IdleBackoff& backoff, const transport::Connector* connector);
+  /// Waits a little for a connection to move: sleeps on its descriptors and the listeners', else naps. True
+  /// when a listener may have moved (one woke the sleep, or there was no sleep on them).
+  bool waitForProgress(IdleBackoff& backoff, const transport::Connector* connector);
   /// Starts connecting to peer with the first transport that reaches one of its addresses.
   Status startConnect(int peer, std::unique_ptr<transport::Connector>* connector, std::string* transport_name);
 

@@ -1,6 +1,8 @@
 #include "common/socket.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 namespace megascale {
@@ -25,6 +27,29 @@ TEST(Socket, ConnectToNothingTimesOutWithTheAddress) {
     EXPECT_EQ(e.code(), ErrorCode::kTimeout);
     EXPECT_NE(std::string(e.what()).find(formatAddress(bound)), std::string::npos) << e.what();
   }
+}
+
+// The TCP transport sets its options once on the listening socket and relies on accepted ones inheriting them.
+TEST(Socket, AnAcceptedSocketInheritsTheListenersOptions) {
+  sockaddr_in bound{};
+  Fd listener = listenTcp("127.0.0.1", 0, 4, &bound);
+  setNoDelay(listener.get());
+  setTrafficClass(listener.get(), 46 << 2);
+  setDeadPeerTimeout(listener.get(), 6000);
+  Fd client = connectTcp(bound, deadlineAfter(std::chrono::seconds(5)), "test");
+  Fd accepted(::accept(listener.get(), nullptr, nullptr));
+  ASSERT_TRUE(accepted.valid());
+  const auto get = [&](int level, int name) {
+    int value = -1;
+    socklen_t len = sizeof(value);
+    EXPECT_EQ(getsockopt(accepted.get(), level, name, &value, &len), 0);
+    return value;
+  };
+  EXPECT_NE(get(IPPROTO_TCP, TCP_NODELAY), 0);
+  EXPECT_EQ(get(IPPROTO_IP, IP_TOS) & 0xfc, 46 << 2);
+  EXPECT_NE(get(SOL_SOCKET, SO_KEEPALIVE), 0);
+  EXPECT_EQ(get(IPPROTO_TCP, TCP_USER_TIMEOUT), 6000);
+  EXPECT_GT(get(IPPROTO_TCP, TCP_KEEPIDLE), 0);
 }
 
 TEST(Socket, RecvAllReportsPeerClose) {

@@ -31,6 +31,11 @@ class TcpListener : public Listener {
     std::string host = options.bind_address.empty() ? "127.0.0.1" : options.bind_address;
     fd_ = listenTcp(host, 0, 1024, &bound);
     setNonBlocking(fd_.get());
+    // Accepted sockets inherit these from the listening one (Linux clones the socket): three to seven calls
+    // fewer per connection, and a rank's first connection is a good part of a job's start.
+    setNoDelay(fd_.get());
+    setTrafficClass(fd_.get(), options_.traffic_class);
+    setDeadPeerTimeout(fd_.get(), options_.dead_peer_timeout_ms);
     address_ = Address::fromString(kAddressPrefix + formatAddress(bound));
   }
 
@@ -72,9 +77,6 @@ class TcpListener : public Listener {
       socklen_t len = sizeof(from);
       int fd = ::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;  // EAGAIN, or a transient error the next call retries
-      setNoDelay(fd);
-      setTrafficClass(fd, options_.traffic_class);
-      setDeadPeerTimeout(fd, options_.dead_peer_timeout_ms);
       pending_.push_back(std::make_unique<Pending>(Pending{Fd(fd), from,
                                                            AuthSession(AuthSession::Role::kServer, options_.secret),
                                                            deadlineAfter(std::chrono::milliseconds(options_.handshake_timeout_ms))}));
