@@ -5,6 +5,8 @@
 // (the node engine's collectives) go to the host stage in program order.
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "collectives/host_stage.h"
 #include "collectives/peer_links.h"
 #include "collectives/schedule.h"
+#include "common/backoff.h"
 #include "megascale/megascale.h"
 
 namespace megascale {
@@ -41,7 +44,47 @@ struct ExecutionContext {
   HostStage* host = nullptr;        // runs the schedule's host steps (Step::kHost*); null when none serves
 };
 
-/// buffers[kInput], [kOutput] and [kUser+i] are the caller's; [kScratch] is allocated as needed.
+/// What a run that cannot move on waits for before its next advance(): its descriptors (with the rank's
+/// listeners from `incoming_from` on) for at most `cap_ms`, or an idle round of the backoff. Whoever drives the
+/// run fills in the descriptors' revents.
+struct RunWait {
+  enum Kind : uint8_t { kPoll, kIdle } kind = kIdle;
+  std::vector<pollfd> fds;
+  size_t incoming_from = 0;
+  int cap_ms = 0;
+  IdleBackoff::Pause pause{IdleBackoff::Pause::kSpin};
+  /// Waits on this thread (the blocking driver).
+  void block();
+  /// After a kPoll: a listener moved, or the cap passed (a connection another group's thread accepted for this
+  /// one waits in the hub, not on a descriptor).
+  bool incomingMayHaveMoved() const;
+};
+
+/// One rank's run of a schedule, moved on by advance() without ever blocking, so that one thread can drive
+/// many (a progress engine) or one thread drive one (executeSchedule). buffers[kInput], [kOutput] and
+/// [kUser+i] are the caller's and must outlive the run, as must the schedule, the links and the context's
+/// pointers; [kScratch] is allocated as needed.
+class ScheduleRun {
+ public:
+  ScheduleRun(const Schedule& schedule, std::vector<void*> buffers, mscDataType_t type, mscRedOp_t op, PeerLinks& links,
+              ExecutionContext ctx);
+  ~ScheduleRun();
+  ScheduleRun(const ScheduleRun&) = delete;
+  ScheduleRun& operator=(const ScheduleRun&) = delete;
+
+  /// Moves the run as far as it goes now. *done once it has finished, with the returned status (an error
+  /// finishes it too); otherwise wait() says what it waits for.
+  Status advance(bool* done);
+  RunWait& wait() { return wait_; }
+
+ private:
+  struct Node;
+  struct State;
+  std::unique_ptr<State> state_;
+  RunWait wait_;
+};
+
+/// Runs a schedule to its end on this thread.
 Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, mscDataType_t type, mscRedOp_t op,
                        PeerLinks& links, const ExecutionContext& ctx);
 

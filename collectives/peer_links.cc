@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "common/backoff.h"
-
 namespace megascale {
 
 namespace {
@@ -49,6 +47,7 @@ Status PeerLinks::pollIncoming() {
 }
 
 void PeerLinks::closeAll() {
+  connecting_.clear();
   send_.clear();
   recv_.clear();
   hub_->closeGroup(group_);
@@ -115,53 +114,28 @@ Status PeerLinks::startConnect(int peer, std::unique_ptr<transport::Connector>* 
   }
 }
 
-bool PeerLinks::waitForProgress(IdleBackoff& backoff, const transport::Connector* connector) {
-  // Sleep until our connection or the listeners move: a handshake step waits for the peer's thread, which
-  // spinning cannot hurry, and every spin round costs an accept and a receive that find nothing (on 2 cores,
-  // thousands of ranks connecting at once spent more in those than in the handshakes). Without descriptors to
-  // sleep on, the backoff naps.
-  std::vector<pollfd> fds;
-  const bool complete = connector == nullptr || connector->appendReadiness(fds);
-  const size_t own = fds.size();
-  if (complete && appendIncomingReadiness(fds) && !fds.empty()) {
-    // The cap only bounds how late a deadline or abort is seen. When it passes, look at the listeners anyway: a
-    // connection another group's thread accepted for this one waits in the hub, not on a descriptor.
-    const int ready = ::poll(fds.data(), fds.size(), 100);
-    backoff.rested();
-    return ready <= 0 || std::any_of(fds.begin() + static_cast<std::ptrdiff_t>(own), fds.end(), [](const pollfd& p) { return p.revents != 0; });
-  }
-  backoff.idle();
-  return true;
-}
-
-Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** comm) {
-  auto it = send_.find(peer);
-  if (it != send_.end()) {
-    *comm = it->second.get();
-    return Status::ok();
-  }
+Status PeerLinks::trySendComm(int peer, transport::SendComm** comm) {
+  *comm = connectedSendComm(peer);
+  if (*comm != nullptr) return Status::ok();
   if (closed_) return Status(ErrorCode::kAborted, "connections were closed after an earlier error");
-  std::unique_ptr<transport::Connector> connector;
-  std::string name;
-  Status started = startConnect(peer, &connector, &name);
-  if (!started.isOk()) {
-    return Status(started.code(), "connecting to rank " + std::to_string(peer) + ": " + started.message());
+  auto it = connecting_.find(peer);
+  if (it == connecting_.end()) {
+    Connecting fresh;
+    Status started = startConnect(peer, &fresh.connector, &fresh.transport);
+    if (!started.isOk()) {
+      return Status(started.code(), "connecting to rank " + std::to_string(peer) + ": " + started.message());
+    }
+    it = connecting_.emplace(peer, std::move(fresh)).first;
   }
   std::unique_ptr<transport::SendComm> made;
-  IdleBackoff backoff;
-  bool incoming = true;  // a listener may have moved: accept only then (an accept that finds nothing costs a call)
-  while (!made) {
-    Status s = connector->poll(&made);
-    if (!s.isOk()) return Status(s.code(), "connecting to rank " + std::to_string(peer) + " over " + name + ": " + s.message());
-    if (incoming) MSC_RETURN_IF_ERROR(pollIncoming());  // the peer may be connecting to us at the same time
-    if (made) break;
-    if (aborted_ != nullptr && aborted_->load()) return Status(ErrorCode::kAborted, "aborted by the user");
-    if (Clock::now() > deadline) {
-      return Status(ErrorCode::kTimeout, "connecting to rank " + std::to_string(peer) + " over " + name +
-                                             ": timed out (is it alive and in the same job?)");
-    }
-    incoming = waitForProgress(backoff, connector.get());
+  Status s = it->second.connector->poll(&made);
+  const std::string name = it->second.transport;
+  if (!s.isOk()) {
+    connecting_.erase(it);
+    return Status(s.code(), "connecting to rank " + std::to_string(peer) + " over " + name + ": " + s.message());
   }
+  if (!made) return Status::ok();
+  connecting_.erase(it);
   *comm = made.get();
   send_[peer] = std::move(made);
   std::lock_guard<std::mutex> lock(chosen_mutex_);
@@ -169,31 +143,34 @@ Status PeerLinks::sendComm(int peer, Deadline deadline, transport::SendComm** co
   return Status::ok();
 }
 
-Status PeerLinks::recvComm(int peer, Deadline deadline, transport::RecvComm** comm) {
-  IdleBackoff backoff;
-  bool incoming = true;
-  while (true) {
-    auto it = recv_.find(peer);
-    if (it != recv_.end()) {
-      if (!hosts_.count(peer)) {  // the peer is up and published: its host name is there to read
-        try {
-          hosts_[peer] = lookup_(peer).host;
-        } catch (const Error&) {
-          hosts_[peer] = "";
-        }
-      }
-      *comm = it->second.get();
-      return Status::ok();
-    }
-    if (incoming) MSC_RETURN_IF_ERROR(pollIncoming());
-    if (recv_.count(peer)) continue;
-    if (aborted_ != nullptr && aborted_->load()) return Status(ErrorCode::kAborted, "aborted by the user");
-    if (Clock::now() > deadline) {
-      return Status(ErrorCode::kTimeout, "waiting for rank " + std::to_string(peer) +
-                                             " to connect: timed out (is it alive and in the same job?)");
-    }
-    incoming = waitForProgress(backoff, nullptr);
+Status PeerLinks::tryRecvComm(int peer, transport::RecvComm** comm) {
+  *comm = connectedRecvComm(peer);
+  if (*comm == nullptr) {
+    return closed_ ? Status(ErrorCode::kAborted, "connections were closed after an earlier error") : Status::ok();
   }
+  if (!hosts_.count(peer)) {  // the peer is up and published: its host name is there to read
+    try {
+      hosts_[peer] = lookup_(peer).host;
+    } catch (const Error&) {
+      hosts_[peer] = "";
+    }
+  }
+  return Status::ok();
+}
+
+bool PeerLinks::appendConnectingReadiness(std::vector<pollfd>& fds) const {
+  for (const auto& [peer, c] : connecting_) {
+    if (!c.connector->appendReadiness(fds)) return false;
+  }
+  return true;
+}
+
+Status PeerLinks::connectTimeout(int peer, bool send, std::chrono::milliseconds timeout) const {
+  const std::string waited = " for " + std::to_string(timeout.count()) + " ms (is it alive and in the same job?)";
+  if (!send) return Status(ErrorCode::kTimeout, "waiting for rank " + std::to_string(peer) + " to connect: timed out" + waited);
+  auto it = connecting_.find(peer);
+  const std::string over = it == connecting_.end() ? "" : " over " + it->second.transport;
+  return Status(ErrorCode::kTimeout, "connecting to rank " + std::to_string(peer) + over + ": timed out" + waited);
 }
 
 }  // namespace megascale

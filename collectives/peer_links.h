@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include "collectives/listener_hub.h"
-#include "common/backoff.h"
 #include "common/socket.h"
 #include "transport/address_list.h"
 #include "transport/transport.h"
@@ -53,9 +53,15 @@ class PeerLinks {
   /// Connect and accept loops give up with kAborted once *aborted is set.
   void setAbortFlag(const std::atomic<bool>* aborted) { aborted_ = aborted; }
 
-  /// The comm to send to / receive from peer, connecting or accepting as needed until the deadline.
-  Status sendComm(int peer, Deadline deadline, transport::SendComm** comm);
-  Status recvComm(int peer, Deadline deadline, transport::RecvComm** comm);
+  /// The comm to send to / receive from `peer` without waiting: the one made already, or null while the
+  /// connection is under way (the first call starts connecting; later calls move it on). A receive's comm
+  /// arrives through pollIncoming(). Errors name the peer.
+  Status trySendComm(int peer, transport::SendComm** comm);
+  Status tryRecvComm(int peer, transport::RecvComm** comm);
+  /// The descriptors the connections under way wait on; false if one offers none (its waiter naps instead).
+  bool appendConnectingReadiness(std::vector<pollfd>& fds) const;
+  /// The error for a connection to (`send`) or from `peer` not made within `timeout`.
+  Status connectTimeout(int peer, bool send, std::chrono::milliseconds timeout) const;
 
   /// The comm to `peer` / from `peer` if it is already connected; null otherwise (never waits).
   transport::SendComm* connectedSendComm(int peer) const;
@@ -78,9 +84,6 @@ class PeerLinks {
   bool appendIncomingReadiness(std::vector<pollfd>& fds) const { return !closed_ && hub_->appendReadiness(fds); }
 
  private:
-  /// Waits a little for a connection to move: sleeps on its descriptors and the listeners', else naps. True
-  /// when a listener may have moved (one woke the sleep, or there was no sleep on them).
-  bool waitForProgress(IdleBackoff& backoff, const transport::Connector* connector);
   /// Starts connecting to peer with the first transport that reaches one of its addresses.
   Status startConnect(int peer, std::unique_ptr<transport::Connector>* connector, std::string* transport_name);
 
@@ -92,6 +95,11 @@ class PeerLinks {
   AddressLookup lookup_;
   AddressPrefetch prefetch_;
   const std::atomic<bool>* aborted_ = nullptr;
+  struct Connecting {
+    std::unique_ptr<transport::Connector> connector;
+    std::string transport;
+  };
+  std::map<int, Connecting> connecting_;  // sends under way, by peer
   std::map<int, std::unique_ptr<transport::SendComm>> send_;
   std::map<int, std::unique_ptr<transport::RecvComm>> recv_;
   std::map<int, std::string> hosts_;  // peers' host names, learnt from their addresses

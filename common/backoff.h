@@ -48,27 +48,43 @@ class IdleBackoff {
   }
   /// Counts one idle round spent elsewhere (in poll), so that resting() stays true.
   void rested() { ++idle_; }
-  void idle() {
+  /// How an idle round is spent: a pause, a yield of the core, or a nap of some nanoseconds.
+  struct Pause {
+    enum Kind : uint8_t { kSpin, kYield, kNap } kind;
+    long nap_ns = 0;
+  };
+  /// Counts one idle round and says how to spend it (a driver that runs several waiters spends it its own way).
+  Pause next() {
     ++idle_;
-    if (idle_ < kSpins) {
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
-      return;
-    }
+    if (idle_ < kSpins) return {Pause::kSpin};
     const bool crowded = oversubscribedHost().load(std::memory_order_relaxed);
-    if (idle_ < kSpins + (crowded ? kCrowdedYields : kYields)) {
-      sched_yield();
-      return;
-    }
+    if (idle_ < kSpins + (crowded ? kCrowdedYields : kYields)) return {Pause::kYield};
     long nap_ns = 50'000;  // 50 us
     if (crowded) {  // 20 us doubling to 500 us: a long wait stops taking turns on the cores
       const uint32_t doublings = std::min<uint32_t>(idle_ - kSpins - kCrowdedYields, 5);
       nap_ns = 20'000L << doublings;
     }
-    timespec nap{0, nap_ns};
-    nanosleep(&nap, nullptr);
+    return {Pause::kNap, nap_ns};
   }
+  /// Spends an idle round on this thread.
+  static void spend(Pause pause) {
+    switch (pause.kind) {
+      case Pause::kSpin:
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+        return;
+      case Pause::kYield:
+        sched_yield();
+        return;
+      case Pause::kNap: {
+        timespec nap{0, pause.nap_ns};
+        nanosleep(&nap, nullptr);
+        return;
+      }
+    }
+  }
+  void idle() { spend(next()); }
 
  private:
   static constexpr uint32_t kSpins = 8;          // ~0.5 us
