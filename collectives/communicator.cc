@@ -243,6 +243,7 @@ Communicator::~Communicator() {
     std::unique_lock<std::mutex> lock(queue_mutex_);
     idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
   }
+  if (engine_ != nullptr) engine_->remove(&engine_side_);  // it is out of our tasks when this returns
   worker_.request_stop();
   queue_cv_.notify_all();
   if (wake_fd_.valid()) signalEventFd(wake_fd_.get());
@@ -418,9 +419,7 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
     wakeWorker(lock);
     return work;
   }
-  startWorkerLocked();
-  queue_.push_back(std::move(task));
-  wakeWorker(lock);
+  dispatch(std::move(task), lock);
   return work;
 }
 
@@ -525,6 +524,12 @@ void Communicator::finishTask(Task& task, const Status& status) {
 
 Status Communicator::run(Task& task) {
   if (task.on_node) return task.resume ? node_->resume(nodeCall(task)) : node_->run(nodeCall(task));
+  PreparedRun prepared;
+  MSC_RETURN_IF_ERROR(prepareRun(task, false, &prepared));
+  return runToEnd(*prepared.run);
+}
+
+Status Communicator::prepareRun(Task& task, bool shared_driver, PreparedRun* out) {
   if (task.spec.collective != Collective::kSendRecv) MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
   ExecutionContext ctx;
   ctx.rank = rank_;
@@ -535,13 +540,18 @@ Status Communicator::run(Task& task) {
   ctx.nranks_for_average = nranks_;
   ctx.scratch = &scratch_;
   ctx.host = host_stage_.get();
+  ctx.shared_driver = shared_driver;
   if (task.spec.collective == Collective::kSendRecv) {
     std::vector<void*> buffers = {nullptr, nullptr, nullptr};
     for (const PointToPoint& p : task.p2p) buffers.push_back(p.buffer);
-    return executeSchedule(pointToPointSchedule(task), buffers, mscUint8, mscSum, *links_, ctx);
+    out->schedule = pointToPointSchedule(task);
+    out->run = std::make_unique<ScheduleRun>(out->schedule, std::move(buffers), mscUint8, mscSum, *links_, std::move(ctx));
+    return Status::ok();
   }
-  Schedule schedule = buildSchedule(task.spec);
-  return executeSchedule(schedule, {const_cast<void*>(task.in), task.out}, task.type, task.op, *links_, ctx);
+  out->schedule = buildSchedule(task.spec);
+  out->run = std::make_unique<ScheduleRun>(out->schedule, std::vector<void*>{const_cast<void*>(task.in), task.out},
+                                           task.type, task.op, *links_, std::move(ctx));
+  return Status::ok();
 }
 
 Status Communicator::resolveAlgorithm(Task& task) {
@@ -564,15 +574,25 @@ Status Communicator::ensureHostLayout() {
     layout_ = std::make_unique<HostLayout>(HostLayout::blocks(1, nranks_));
     return Status::ok();
   }
+  std::unique_ptr<LayoutExchange> exchange = startLayoutExchange(false);
+  MSC_RETURN_IF_ERROR(runToEnd(*exchange->run));
+  finishLayoutExchange(*exchange);
+  return Status::ok();
+}
+
+bool Communicator::needsLayoutExchange(const Task& task) const {
+  const Algorithm a = task.spec.algorithm;
+  return task.spec.collective != Collective::kSendRecv && (a == Algorithm::kAuto || a == Algorithm::kHierarchical) &&
+         !layout_ && options_.local_size != nranks_;
+}
+
+std::unique_ptr<Communicator::LayoutExchange> Communicator::startLayoutExchange(bool shared_driver) {
   // Every rank reaches this at the same point of its stream (the first collective that needs the layout),
   // so a fixed tag outside the sequence numbers' range is enough to keep it apart.
   // Each rank's host and network link, in one all-gather: the layout, and the link every rank assumes.
-  struct HostReport {
-    uint64_t host_key;
-    LinkReport network;
-  };
-  const HostReport mine{hostKey(), LinkReport::of(options_.link_costs.network)};
-  std::vector<HostReport> reports(static_cast<size_t>(nranks_));
+  auto exchange = std::make_unique<LayoutExchange>();
+  exchange->mine = HostReport{hostKey(), LinkReport::of(options_.link_costs.network)};
+  exchange->reports.resize(static_cast<size_t>(nranks_));
   const ScheduleSpec spec{Collective::kAllGather, Algorithm::kRing, sizeof(HostReport), rank_, nranks_, 0, false};
   ExecutionContext ctx;
   ctx.rank = rank_;
@@ -580,18 +600,24 @@ Status Communicator::ensureHostLayout() {
   ctx.tag = collectiveTag(0xffffffffu, spec, mscUint8, mscSum);
   ctx.timeout = options_.timeout;
   ctx.aborted = &aborted_;
-  MSC_RETURN_IF_ERROR(executeSchedule(buildSchedule(spec), {const_cast<HostReport*>(&mine), reports.data()}, mscUint8,
-                                      mscSum, *links_, ctx));
+  ctx.shared_driver = shared_driver;
+  exchange->schedule = buildSchedule(spec);
+  exchange->run = std::make_unique<ScheduleRun>(exchange->schedule,
+                                                std::vector<void*>{&exchange->mine, exchange->reports.data()}, mscUint8,
+                                                mscSum, *links_, std::move(ctx));
+  return exchange;
+}
+
+void Communicator::finishLayoutExchange(const LayoutExchange& exchange) {
   std::vector<uint64_t> keys;
   std::vector<LinkReport> networks;
-  for (const HostReport& r : reports) {
+  for (const HostReport& r : exchange.reports) {
     keys.push_back(r.host_key);
     networks.push_back(r.network);
   }
   agreed_links_.network = agreedNetwork(networks);
   layout_ = std::make_unique<HostLayout>(HostLayout::fromKeys(keys));
   setUpHostStage(std::move(pending_region_), region_of_);
-  return Status::ok();
 }
 
 void Communicator::setUpHostStage(std::unique_ptr<node::Region> region,

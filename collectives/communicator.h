@@ -1,5 +1,7 @@
 // A communicator: a group of ranks that run collectives together. Operations are queued and run in issue
-// order by one worker thread per communicator (like a stream); each call returns a Work at once.
+// order (like a stream); each call returns a Work at once. A communicator that only talks over the network runs
+// them on the process's progress engine (shared by all such communicators); one with a node engine or a host
+// stage (shared memory, whose waits block) on a worker thread of its own.
 // Invalid arguments throw Error(kInvalidArgument) from the call; failures while running finish the Work
 // with an error and break the communicator, so every later operation fails fast instead of hanging.
 #pragma once
@@ -20,6 +22,7 @@
 #include "collectives/host_layout.h"
 #include "collectives/node/node_engine.h"
 #include "collectives/peer_links.h"
+#include "collectives/progress_engine.h"
 #include "collectives/schedule.h"
 #include "collectives/work.h"
 #include "megascale/megascale.h"
@@ -183,11 +186,51 @@ class Communicator {
   void finishTask(Task& task, const Status& status);
   node::NodeCall nodeCall(Task& task);
   Status run(Task& task);
+  /// A task's schedule and its run (the run refers to the schedule: made in place, never moved).
+  struct PreparedRun {
+    Schedule schedule;
+    std::unique_ptr<ScheduleRun> run;
+  };
+  /// Resolves the task's algorithm (the layout must be known, or the task not need it) and makes its run.
+  Status prepareRun(Task& task, bool shared_driver, PreparedRun* out);
   /// For a task whose algorithm waits for the host layout: chooses it now, and the tag that hashes it.
   Status resolveAlgorithm(Task& task);
   /// Which ranks share a host: from the launcher when every rank is local, else exchanged once (an all-gather
-  /// of host identities, on the worker, at the first collective that needs it).
+  /// of host identities, at the first collective that needs it).
   Status ensureHostLayout();
+  struct HostReport {
+    uint64_t host_key;
+    LinkReport network;
+  };
+  /// The all-gather of host identities that makes the layout, as a run of its own.
+  struct LayoutExchange {
+    HostReport mine;
+    std::vector<HostReport> reports;
+    Schedule schedule;
+    std::unique_ptr<ScheduleRun> run;
+  };
+  /// True when the task's algorithm waits for a layout this communicator has yet to exchange.
+  bool needsLayoutExchange(const Task& task) const;
+  std::unique_ptr<LayoutExchange> startLayoutExchange(bool shared_driver);
+  void finishLayoutExchange(const LayoutExchange& exchange);
+
+  // On the progress engine (communicator_progress.cc).
+  /// Queues the task for whoever runs this communicator's tasks (decided at the first); releases `lock`.
+  void dispatch(Task task, std::unique_lock<std::mutex>& lock);
+  bool advanceOnEngine(RunWait** wait);
+  /// An operation on the engine: the layout exchange first when it needs one, then its own schedule.
+  struct EngineTask {
+    Task task;
+    Status broken;
+    std::unique_ptr<LayoutExchange> layout;
+    std::unique_ptr<PreparedRun> prepared;
+  };
+  Status advanceEngineTask(EngineTask& t, bool* done, RunWait** wait);
+  struct EngineSide : ProgressEngine::Client {
+    explicit EngineSide(Communicator* c) : self(c) {}
+    bool advance(RunWait** wait) override { return self->advanceOnEngine(wait); }
+    Communicator* self;
+  };
   /// Across hosts, with a layout: the node engine of this rank's host as a stage of hierarchical schedules,
   /// over `region` (this rank's) and the regions of the host's other ranks (`region_of`: by rank).
   void setUpHostStage(std::unique_ptr<node::Region> region, const std::function<node::RegionIdentity(int)>& region_of);
@@ -224,6 +267,12 @@ class Communicator {
   bool worker_idle_ = false;    // guarded by queue_mutex_: the worker sleeps in idleWait(); wake it through wake_fd_
   Fd wake_fd_;                  // an eventfd, made with the worker
   std::jthread worker_;         // started by the first task
+  enum class Driver : uint8_t { kUndecided, kWorker, kEngine };
+  Driver driver_ = Driver::kUndecided;  // guarded by queue_mutex_; decided at the first task
+  ProgressEngine* engine_ = nullptr;
+  bool engine_posted_ = false;               // guarded by queue_mutex_: the engine holds tasks of ours
+  std::unique_ptr<EngineTask> engine_task_;  // the engine thread's
+  EngineSide engine_side_{this};
 };
 
 /// Starts a store server that lives until the process exits (rank 0's store under a launcher,

@@ -460,7 +460,8 @@ Status ScheduleRun::advance(bool* done) {
     }
     s = st.checkStalled();
     if (!s.isOk()) return finish(s);
-    if (!slot_wait && st.backoff.socketsFirst() && st.sleepOnSockets(wait_)) {
+    const bool sockets_first = st.backoff.socketsFirst() || (st.ctx.shared_driver && st.backoff.pastSpins());
+    if (!slot_wait && sockets_first && st.sleepOnSockets(wait_)) {
       st.backoff.rested();
       return Status::ok();
     }
@@ -491,6 +492,10 @@ bool RunWait::incomingMayHaveMoved() const {
 Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, mscDataType_t type, mscRedOp_t op,
                        PeerLinks& links, const ExecutionContext& ctx) {
   ScheduleRun run(schedule, std::move(buffers), type, op, links, ctx);
+  return runToEnd(run);
+}
+
+Status runToEnd(ScheduleRun& run) {
   while (true) {
     bool done = false;
     Status s = run.advance(&done);

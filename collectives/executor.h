@@ -42,6 +42,9 @@ struct ExecutionContext {
   int nranks_for_average = 1;
   ScratchCache* scratch = nullptr;  // the communicator's; null allocates per operation
   HostStage* host = nullptr;        // runs the schedule's host steps (Step::kHost*); null when none serves
+  /// Driven by a thread shared with other runs (a progress engine): past the few spins it sleeps on its
+  /// descriptors at once, since its yields would spin the shared thread.
+  bool shared_driver = false;
 };
 
 /// What a run that cannot move on waits for before its next advance(): its descriptors (with the rank's
@@ -83,6 +86,9 @@ class ScheduleRun {
   std::unique_ptr<State> state_;
   RunWait wait_;
 };
+
+/// Drives a run to its end on this thread.
+Status runToEnd(ScheduleRun& run);
 
 /// Runs a schedule to its end on this thread.
 Status executeSchedule(const Schedule& schedule, std::vector<void*> buffers, mscDataType_t type, mscRedOp_t op,

@@ -20,6 +20,11 @@ Status ListenerHub::acceptAll() {
   return Status::ok();
 }
 
+Status ListenerHub::progress() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return acceptAll();
+}
+
 Status ListenerHub::collect(uint32_t group, Arrivals* arrived) {
   std::lock_guard<std::mutex> lock(mutex_);
   MSC_RETURN_IF_ERROR(acceptAll());

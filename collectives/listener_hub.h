@@ -7,6 +7,7 @@
 
 #include <poll.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,6 +41,10 @@ class ListenerHub {
   Status collect(uint32_t group, Arrivals* arrived);
   /// The descriptors whose readiness lets collect() move; false if a listener offers none.
   bool appendReadiness(std::vector<pollfd>& fds) const;
+  /// Accepts what has arrived and moves handshakes on, keeping the comms for their groups' next collect().
+  Status progress();
+  /// True for the first caller only: who sets up the one watch that answers peers while the rank is idle.
+  bool claimWatch() { return !watched_.exchange(true); }
   /// The group is gone or failed: drops what waits for it, and closes its later arrivals at once, so peers
   /// connecting to it see an error instead of a timeout.
   void closeGroup(uint32_t group);
@@ -51,6 +56,7 @@ class ListenerHub {
   std::vector<Endpoint> endpoints_;
   std::unordered_map<uint32_t, Arrivals> waiting_;
   std::set<uint32_t> closed_;
+  std::atomic<bool> watched_{false};
 };
 
 }  // namespace megascale

@@ -46,6 +46,8 @@ class IdleBackoff {
   bool socketsFirst() const {
     return resting() || (idle_ >= kSpins && oversubscribedHost().load(std::memory_order_relaxed));
   }
+  /// Past the few spins.
+  bool pastSpins() const { return idle_ >= kSpins; }
   /// Counts one idle round spent elsewhere (in poll), so that resting() stays true.
   void rested() { ++idle_; }
   /// How an idle round is spent: a pause, a yield of the core, or a nap of some nanoseconds.

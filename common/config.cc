@@ -71,6 +71,9 @@ const std::vector<Knob>& knobs() {
        "store URL (tcp://host:port or redis://host:port) for torchrun/Slurm/MPI launches"},
       {"MEGASCALE_STORE_THREADS", Type::kInt, "0", "threads", "bootstrap",
        "event loops of the embedded store server; 0: min(4, cores)"},
+      {"MEGASCALE_PROGRESS_THREADS", Type::kInt, "1", "threads", "collectives",
+       "progress engines per process, shared by the communicators that only use the network; 0: a worker thread "
+       "per communicator"},
   };
   return table;
 }

@@ -1,0 +1,139 @@
+// Who runs a communicator's operations: the process's progress engine for a communicator that only talks over
+// the network, a worker thread of its own otherwise (the node engine's and the host stage's waits block).
+#include "collectives/communicator.h"
+#include "common/config.h"
+#include "common/log.h"
+
+namespace megascale {
+
+namespace {
+
+// Answers peers connecting to a rank while none of its communicators runs an operation (a running one moves the
+// listeners itself), so their handshakes never wait for our next operation. One per hub, for the hub's life.
+class ListenerWatch : public ProgressEngine::Client {
+ public:
+  explicit ListenerWatch(std::weak_ptr<ListenerHub> hub) : hub_(std::move(hub)) {}
+
+  bool advance(RunWait** wait) override {
+    std::shared_ptr<ListenerHub> hub = hub_.lock();
+    if (!hub) return false;
+    Status s = hub->progress();
+    if (!s.isOk()) MSC_LOG_DEBUG("while idle: %s", s.message().c_str());
+    wait_.fds.clear();
+    wait_.kind = RunWait::kPoll;
+    wait_.incoming_from = 0;
+    // Without descriptors (a transport that offers none) it looks every 10 ms; with them the cap only notices a
+    // hub that is gone.
+    wait_.cap_ms = hub->appendReadiness(wait_.fds) ? 1000 : 10;
+    *wait = &wait_;
+    return true;
+  }
+
+ private:
+  std::weak_ptr<ListenerHub> hub_;
+  RunWait wait_;
+};
+
+bool engineEnabled() {
+  static const bool enabled = config::getInt("MEGASCALE_PROGRESS_THREADS") > 0;
+  return enabled;
+}
+
+}  // namespace
+
+void Communicator::dispatch(Task task, std::unique_lock<std::mutex>& lock) {
+  if (driver_ == Driver::kUndecided) {
+    const bool network_only = node_ == nullptr && !pending_region_ && !host_stage_;
+    driver_ = network_only && engineEnabled() ? Driver::kEngine : Driver::kWorker;
+    if (driver_ == Driver::kEngine) {
+      engine_ = &ProgressEngine::forNewClient();
+      if (links_->hub()->claimWatch()) engine_->adopt(std::make_unique<ListenerWatch>(links_->hub()));
+    }
+  }
+  if (driver_ == Driver::kWorker) {
+    startWorkerLocked();
+    queue_.push_back(std::move(task));
+    wakeWorker(lock);
+    return;
+  }
+  queue_.push_back(std::move(task));
+  const bool post = !engine_posted_;
+  engine_posted_ = true;
+  lock.unlock();
+  if (post) engine_->post(&engine_side_);
+}
+
+bool Communicator::advanceOnEngine(RunWait** wait) {
+  while (true) {
+    if (!engine_task_) {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      if (queue_.empty()) {
+        engine_posted_ = false;
+        return false;
+      }
+      engine_task_ = std::make_unique<EngineTask>();
+      engine_task_->task = std::move(queue_.front());
+      queue_.pop_front();
+      engine_task_->broken = broken_;
+      ++running_;
+    }
+    EngineTask& t = *engine_task_;
+    bool done = false;
+    Status status;
+    if (!t.broken.isOk()) {
+      done = true;
+      status = Status(ErrorCode::kAborted, t.task.describe() + ": rank " + std::to_string(rank_) +
+                                               ": communicator is broken by an earlier error: " + t.broken.message());
+    } else {
+      try {
+        status = advanceEngineTask(t, &done, wait);
+      } catch (const Error& e) {
+        done = true;
+        status = Status(e.code(), t.task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
+      } catch (const std::exception& e) {
+        done = true;
+        status = Status(ErrorCode::kInternal, t.task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
+      }
+      if (done && !status.isOk()) {
+        MSC_LOG_WARN("%s", status.message().c_str());
+        links_->closeAll();  // peers blocked on us fail now rather than at their timeout
+      }
+    }
+    if (!done) return true;
+    Task task = std::move(t.task);
+    engine_task_.reset();  // the run lets go of the buffers before the caller hears it is done
+    finishTask(task, status);
+  }
+}
+
+Status Communicator::advanceEngineTask(EngineTask& t, bool* done, RunWait** wait) {
+  *done = false;
+  if (!t.prepared) {
+    if (!t.layout && needsLayoutExchange(t.task)) t.layout = startLayoutExchange(true);
+    if (t.layout) {
+      bool exchanged = false;
+      Status s = t.layout->run->advance(&exchanged);
+      if (!exchanged) {
+        *wait = &t.layout->run->wait();
+        return Status::ok();
+      }
+      if (!s.isOk()) {
+        *done = true;
+        return s;
+      }
+      finishLayoutExchange(*t.layout);
+      t.layout.reset();
+    }
+    t.prepared = std::make_unique<PreparedRun>();
+    Status s = prepareRun(t.task, true, t.prepared.get());
+    if (!s.isOk()) {
+      *done = true;
+      return s;
+    }
+  }
+  Status s = t.prepared->run->advance(done);
+  if (!*done) *wait = &t.prepared->run->wait();
+  return s;
+}
+
+}  // namespace megascale
