@@ -34,10 +34,7 @@ class ListenerWatch : public ProgressEngine::Client {
   RunWait wait_;
 };
 
-bool engineEnabled() {
-  static const bool enabled = config::getInt("MEGASCALE_PROGRESS_THREADS") > 0;
-  return enabled;
-}
+bool engineEnabled() { return config::getInt("MEGASCALE_PROGRESS_THREADS") > 0; }
 
 }  // namespace
 

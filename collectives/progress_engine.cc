@@ -37,15 +37,20 @@ constexpr auto kUnwatchableRetry = std::chrono::milliseconds(1);
 }  // namespace
 
 ProgressEngine& ProgressEngine::forNewClient() {
-  // Never destroyed: a communicator may outlive static destruction at exit, and must still find its engine.
-  static std::vector<ProgressEngine*>* engines = [] {
-    const int n = std::max<int64_t>(1, config::getInt("MEGASCALE_PROGRESS_THREADS"));
-    auto* all = new std::vector<ProgressEngine*>();
-    for (int i = 0; i < n; ++i) all->push_back(new ProgressEngine());
-    return all;
-  }();
-  static std::atomic<size_t> next{0};
-  return *(*engines)[next.fetch_add(1, std::memory_order_relaxed) % engines->size()];
+  // Never destroyed: a communicator may outlive static destruction at exit, and must still find its engine. A
+  // forked child has none of the parent's threads: it makes engines of its own.
+  static std::mutex mutex;
+  static std::vector<ProgressEngine*>* engines = nullptr;
+  static pid_t owner = 0;
+  static size_t next = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (engines == nullptr || owner != getpid()) {
+    const int n = static_cast<int>(std::max<int64_t>(1, config::getInt("MEGASCALE_PROGRESS_THREADS")));
+    engines = new std::vector<ProgressEngine*>();
+    for (int i = 0; i < n; ++i) engines->push_back(new ProgressEngine());
+    owner = getpid();
+  }
+  return *(*engines)[next++ % engines->size()];
 }
 
 ProgressEngine::ProgressEngine() {
