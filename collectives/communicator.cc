@@ -244,6 +244,7 @@ Communicator::~Communicator() {
     idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
   }
   if (engine_ != nullptr) engine_->remove(&engine_side_);  // it is out of our tasks when this returns
+  if (listens_while_idle_) links_->hub()->releaseWatch();  // the next of the rank's communicators to run takes over
   worker_.request_stop();
   queue_cv_.notify_all();
   if (wake_fd_.valid()) signalEventFd(wake_fd_.get());

@@ -218,6 +218,7 @@ class Communicator {
   /// Queues the task for whoever runs this communicator's tasks (decided at the first); releases `lock`.
   void dispatch(Task task, std::unique_lock<std::mutex>& lock);
   bool advanceOnEngine(RunWait** wait);
+  bool listenWhileIdle(RunWait** wait);
   /// An operation on the engine: the layout exchange first when it needs one, then its own schedule.
   struct EngineTask {
     Task task;
@@ -272,6 +273,8 @@ class Communicator {
   ProgressEngine* engine_ = nullptr;
   bool engine_posted_ = false;               // guarded by queue_mutex_: the engine holds tasks of ours
   std::unique_ptr<EngineTask> engine_task_;  // the engine thread's
+  bool listens_while_idle_ = false;          // this communicator answers its rank's listeners when idle
+  RunWait idle_wait_;                        // the engine thread's
   EngineSide engine_side_{this};
 };
 

@@ -8,32 +8,6 @@ namespace megascale {
 
 namespace {
 
-// Answers peers connecting to a rank while none of its communicators runs an operation (a running one moves the
-// listeners itself), so their handshakes never wait for our next operation. One per hub, for the hub's life.
-class ListenerWatch : public ProgressEngine::Client {
- public:
-  explicit ListenerWatch(std::weak_ptr<ListenerHub> hub) : hub_(std::move(hub)) {}
-
-  bool advance(RunWait** wait) override {
-    std::shared_ptr<ListenerHub> hub = hub_.lock();
-    if (!hub) return false;
-    Status s = hub->progress();
-    if (!s.isOk()) MSC_LOG_DEBUG("while idle: %s", s.message().c_str());
-    wait_.fds.clear();
-    wait_.kind = RunWait::kPoll;
-    wait_.incoming_from = 0;
-    // Without descriptors (a transport that offers none) it looks every 10 ms; with them the cap only notices a
-    // hub that is gone.
-    wait_.cap_ms = hub->appendReadiness(wait_.fds) ? 1000 : 10;
-    *wait = &wait_;
-    return true;
-  }
-
- private:
-  std::weak_ptr<ListenerHub> hub_;
-  RunWait wait_;
-};
-
 bool engineEnabled() { return config::getInt("MEGASCALE_PROGRESS_THREADS") > 0; }
 
 }  // namespace
@@ -44,9 +18,10 @@ void Communicator::dispatch(Task task, std::unique_lock<std::mutex>& lock) {
     driver_ = network_only && engineEnabled() ? Driver::kEngine : Driver::kWorker;
     if (driver_ == Driver::kEngine) {
       engine_ = &ProgressEngine::forNewClient();
-      if (links_->hub()->claimWatch()) engine_->adopt(std::make_unique<ListenerWatch>(links_->hub()));
     }
   }
+  // The rank's idle listening passes to the next communicator to run when the one doing it is gone.
+  if (driver_ == Driver::kEngine && !listens_while_idle_) listens_while_idle_ = links_->hub()->claimWatch();
   if (driver_ == Driver::kWorker) {
     startWorkerLocked();
     queue_.push_back(std::move(task));
@@ -66,7 +41,7 @@ bool Communicator::advanceOnEngine(RunWait** wait) {
       std::lock_guard<std::mutex> lock(queue_mutex_);
       if (queue_.empty()) {
         engine_posted_ = false;
-        return false;
+        return listenWhileIdle(wait);
       }
       engine_task_ = std::make_unique<EngineTask>();
       engine_task_->task = std::move(queue_.front());
@@ -101,6 +76,22 @@ bool Communicator::advanceOnEngine(RunWait** wait) {
     engine_task_.reset();  // the run lets go of the buffers before the caller hears it is done
     finishTask(task, status);
   }
+}
+
+// One communicator of each rank answers peers that connect while none of the rank's communicators runs an
+// operation (a running one moves the listeners itself), so their handshakes never wait for our next operation.
+// It waits on the listeners with no timer: a new task or a connecting peer wakes it.
+bool Communicator::listenWhileIdle(RunWait** wait) {
+  if (!listens_while_idle_) return false;
+  const std::shared_ptr<ListenerHub>& hub = links_->hub();
+  Status s = hub->progress();
+  if (!s.isOk()) MSC_LOG_DEBUG("while idle: %s", s.message().c_str());
+  idle_wait_.fds.clear();
+  idle_wait_.kind = RunWait::kPoll;
+  idle_wait_.incoming_from = 0;
+  idle_wait_.cap_ms = hub->appendReadiness(idle_wait_.fds) ? -1 : 10;  // a listener without descriptors: look often
+  *wait = &idle_wait_;
+  return true;
 }
 
 Status Communicator::advanceEngineTask(EngineTask& t, bool* done, RunWait** wait) {

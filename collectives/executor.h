@@ -54,7 +54,7 @@ struct RunWait {
   enum Kind : uint8_t { kPoll, kIdle } kind = kIdle;
   std::vector<pollfd> fds;
   size_t incoming_from = 0;
-  int cap_ms = 0;
+  int cap_ms = 0;  // negative: no cap (a driver of many waits for the descriptors only)
   IdleBackoff::Pause pause{IdleBackoff::Pause::kSpin};
   /// Waits on this thread (the blocking driver).
   void block();

@@ -43,8 +43,9 @@ class ListenerHub {
   bool appendReadiness(std::vector<pollfd>& fds) const;
   /// Accepts what has arrived and moves handshakes on, keeping the comms for their groups' next collect().
   Status progress();
-  /// True for the first caller only: who sets up the one watch that answers peers while the rank is idle.
+  /// True for one caller at a time: the communicator that answers peers while the rank is idle.
   bool claimWatch() { return !watched_.exchange(true); }
+  void releaseWatch() { watched_.store(false); }
   /// The group is gone or failed: drops what waits for it, and closes its later arrivals at once, so peers
   /// connecting to it see an error instead of a timeout.
   void closeGroup(uint32_t group);

@@ -83,14 +83,6 @@ void ProgressEngine::post(Client* client) {
   signalEventFd(wake_.get());
 }
 
-void ProgressEngine::adopt(std::unique_ptr<Client> client) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    adopted_inbox_.push_back(std::move(client));
-  }
-  signalEventFd(wake_.get());
-}
-
 void ProgressEngine::remove(Client* client) {
   if (std::this_thread::get_id() == thread_.get_id()) {
     forget(client);
@@ -115,18 +107,12 @@ void ProgressEngine::forget(Client* client) {
 
 void ProgressEngine::takeInbox() {
   std::vector<Client*> posted, removals;
-  std::vector<std::unique_ptr<Client>> adopted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     posted.swap(posted_);
     removals.swap(removals_);
-    adopted.swap(adopted_inbox_);
   }
   for (Client* c : posted) makeRunnable(c);
-  for (auto& c : adopted) {
-    makeRunnable(c.get());
-    adopted_.push_back(std::move(c));
-  }
   if (!removals.empty()) {
     for (Client* c : removals) forget(c);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -174,6 +160,7 @@ void ProgressEngine::arm(Client* client, Entry& entry, RunWait& wait) {
     slot.erase(std::remove_if(slot.begin(), slot.end(), [&](const Waiting& w) { return w.client == client; }), slot.end());
     slot.push_back(Waiting{client, entry.generation});
   }
+  if (wait.cap_ms < 0 && !unwatchable) return;  // no timer: only its descriptors wake it
   const auto cap = unwatchable ? std::chrono::duration_cast<std::chrono::milliseconds>(kUnwatchableRetry)
                                : std::chrono::milliseconds(wait.cap_ms);
   entry.timer = timers_.emplace(Clock::now() + cap, client);
@@ -197,8 +184,6 @@ void ProgressEngine::advanceRunnable() {
     if (!more) {
       clearTimer(e);
       entries_.erase(it);
-      auto owned = std::find_if(adopted_.begin(), adopted_.end(), [&](const auto& c) { return c.get() == client; });
-      if (owned != adopted_.end()) adopted_.erase(owned);
       continue;
     }
     e.generation = generations.fetch_add(1, std::memory_order_relaxed) + 1;

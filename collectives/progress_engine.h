@@ -22,7 +22,7 @@ namespace megascale {
 
 class ProgressEngine {
  public:
-  /// What the engine moves: a communicator with operations, or a watch on a rank's listeners.
+  /// What the engine moves: a communicator (its operations, or its rank's listeners while it is idle).
   class Client {
    public:
     virtual ~Client() = default;
@@ -43,8 +43,6 @@ class ProgressEngine {
   /// The engine forgets the client and is not inside it when this returns. Any thread (on the engine's own,
   /// at once).
   void remove(Client* client);
-  /// Keeps `client` (a listener watch) advanced until it returns false, owning it.
-  void adopt(std::unique_ptr<Client> client);
 
  private:
   struct Waiting {
@@ -79,12 +77,10 @@ class ProgressEngine {
   std::vector<Client*> removals_;
   uint64_t removals_done_ = 0;
   uint64_t removals_asked_ = 0;
-  std::vector<std::unique_ptr<Client>> adopted_inbox_;
   bool stop_ = false;
 
   // The engine thread's own.
   std::unordered_map<Client*, Entry> entries_;
-  std::vector<std::unique_ptr<Client>> adopted_;
   std::deque<Client*> runnable_;
   std::unordered_map<int, std::vector<Waiting>> waiters_;  // by descriptor, until its event
   std::multimap<Clock::time_point, Client*> timers_;

@@ -47,8 +47,12 @@ Connected connect(TcpTransport& transport) {
   auto connector = transport.connect(c.listener->address(), 9);
   const Deadline deadline = deadlineAfter(10s);
   while ((!c.send || !c.recv) && Clock::now() < deadline) {
-    if (!c.send) EXPECT_TRUE(connector->poll(&c.send).isOk());
-    if (!c.recv) EXPECT_TRUE(c.listener->accept(&c.recv).isOk());
+    if (!c.send) {
+      EXPECT_TRUE(connector->poll(&c.send).isOk());
+    }
+    if (!c.recv) {
+      EXPECT_TRUE(c.listener->accept(&c.recv).isOk());
+    }
   }
   return c;
 }
