@@ -7,10 +7,9 @@ ListenerHub::ListenerHub(std::vector<Endpoint> endpoints) : endpoints_(std::move
 Status ListenerHub::acceptAll() {
   for (Endpoint& e : endpoints_) {
     if (!e.listener) continue;
-    while (true) {
-      std::unique_ptr<transport::RecvComm> comm;
-      MSC_RETURN_IF_ERROR(e.listener->accept(&comm));
-      if (!comm) break;
+    std::vector<std::unique_ptr<transport::RecvComm>> ready;
+    MSC_RETURN_IF_ERROR(e.listener->acceptReady(&ready));
+    for (std::unique_ptr<transport::RecvComm>& comm : ready) {
       const uint64_t id = comm->remoteId();
       const uint32_t group = static_cast<uint32_t>(id >> 32);
       if (closed_.count(group)) continue;  // dropping it closes the connection

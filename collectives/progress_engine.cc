@@ -152,11 +152,17 @@ void ProgressEngine::arm(Client* client, Entry& entry, RunWait& wait) {
     epoll_event ev{};
     ev.events = events | EPOLLONESHOT;
     ev.data.fd = p.fd;
-    if (epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, p.fd, &ev) != 0 &&
-        (errno != ENOENT || epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, p.fd, &ev) != 0)) {
+    // A descriptor seen before is modified, a new one added; either guess may be wrong (a closed descriptor
+    // leaves the epoll by itself, and its number comes back on a new socket), and then the other call is right.
+    if (static_cast<size_t>(p.fd) >= in_epoll_.size()) in_epoll_.resize(static_cast<size_t>(p.fd) + 1, false);
+    const bool known = in_epoll_[static_cast<size_t>(p.fd)];
+    if (epoll_ctl(epoll_.get(), known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, p.fd, &ev) != 0 &&
+        (errno != (known ? ENOENT : EEXIST) ||
+         epoll_ctl(epoll_.get(), known ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, p.fd, &ev) != 0)) {
       unwatchable = true;
       continue;
     }
+    in_epoll_[static_cast<size_t>(p.fd)] = true;
     slot.erase(std::remove_if(slot.begin(), slot.end(), [&](const Waiting& w) { return w.client == client; }), slot.end());
     slot.push_back(Waiting{client, entry.generation});
   }

@@ -84,6 +84,7 @@ class ProgressEngine {
   std::deque<Client*> runnable_;
   std::unordered_map<int, std::vector<Waiting>> waiters_;  // by descriptor, until its event
   std::multimap<Clock::time_point, Client*> timers_;
+  std::vector<bool> in_epoll_;  // by descriptor: added to the epoll once (it may have left it by closing since)
 };
 
 }  // namespace megascale

@@ -119,8 +119,12 @@ Status AuthSession::progress(int fd, bool* done) {
     }
     if (step_done_ < step_size_) return Status::ok();
     if (!step_is_write_) MSC_RETURN_IF_ERROR(checkReceived());
+    const bool wrote = step_is_write_;
     ++step_;
     prepareStep();
+    // What follows a write is the peer's answer to it, which cannot be there yet: wait for it (wantedEvents()
+    // says POLLIN) rather than spend a read that finds nothing.
+    if (wrote && step_ < kSteps && !step_is_write_) return Status::ok();
   }
   if (refused_) {
     return Status(ErrorCode::kAuthFailed, "the server did not prove the job secret: wrong job secret (unique id from "

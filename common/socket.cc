@@ -116,7 +116,7 @@ void setDeadPeerTimeout(int fd, int timeout_ms) {
 
 Fd listenTcp(const std::string& host, int port, int backlog, sockaddr_in* bound) {
   sockaddr_in addr = makeAddress(host, port);
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) throw Error(ErrorCode::kSystem, "socket() failed: " + errnoText(errno));
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

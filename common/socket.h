@@ -62,7 +62,7 @@ void setTrafficClass(int fd, int traffic_class);
 /// the timeout). 0 or less leaves the system defaults.
 void setDeadPeerTimeout(int fd, int timeout_ms);
 
-/// A listening TCP socket on host:port (port 0 picks one). Throws Error naming the address.
+/// A listening, non-blocking TCP socket on host:port (port 0 picks one). Throws Error naming the address.
 Fd listenTcp(const std::string& host, int port, int backlog, sockaddr_in* bound);
 
 /// Connects with a deadline, retrying refused connections until it (a server may not be up yet).

@@ -38,18 +38,16 @@ struct ReceiveSlot : Request {
 };
 
 /// Takes a free slot from the pool and posts the buffers into it; *slot is null when the pool is full.
-template <size_t N>
-Status claimReceiveSlot(ReceiveSlot (&pool)[N], int n, void* const* data, const size_t* sizes, const uint32_t* tags,
+template <typename Pool>
+Status claimReceiveSlot(Pool& pool, int n, void* const* data, const size_t* sizes, const uint32_t* tags,
                         ReceiveSlot** slot) {
   *slot = nullptr;
-  for (ReceiveSlot& candidate : pool) {
-    if (candidate.in_use) continue;
-    MSC_RETURN_IF_ERROR(candidate.posted.post(n, data, sizes, tags));
-    candidate.done = false;
-    candidate.in_use = true;
-    *slot = &candidate;
-    break;
-  }
+  ReceiveSlot* candidate = pool.free();
+  if (candidate == nullptr) return Status::ok();
+  MSC_RETURN_IF_ERROR(candidate->posted.post(n, data, sizes, tags));
+  candidate->done = false;
+  candidate->in_use = true;
+  *slot = candidate;
   return Status::ok();
 }
 

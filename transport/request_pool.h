@@ -1,16 +1,29 @@
-// Fixed pools of request slots: no allocation on the data path; a full pool means "retry later".
+// Pools of request slots: up to N, each made when first needed and then kept, so a connection that only ever
+// has one request in flight (most of a large job's) costs one slot, not N, and a warm pool allocates nothing on
+// the data path. A full pool means "retry later". A slot never moves (requests are pointers to it).
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 namespace megascale::transport {
 
 template <typename Slot, size_t N>
-Slot* freeSlot(Slot (&pool)[N]) {
-  for (Slot& s : pool) {
-    if (!s.in_use) return &s;
+class SlotPool {
+ public:
+  /// A slot not in use, or null when all N are.
+  Slot* free() {
+    for (const std::unique_ptr<Slot>& s : slots_) {
+      if (!s->in_use) return s.get();
+    }
+    if (slots_.size() == N) return nullptr;
+    slots_.push_back(std::make_unique<Slot>());
+    return slots_.back().get();
   }
-  return nullptr;
-}
+
+ private:
+  std::vector<std::unique_ptr<Slot>> slots_;
+};
 
 }  // namespace megascale::transport

@@ -96,6 +96,15 @@ class Listener {
   virtual const Address& address() const = 0;
   /// Non-blocking: *comm is set once a peer has connected and authenticated, else left null.
   virtual Status accept(std::unique_ptr<RecvComm>* comm) = 0;
+  /// Every comm ready now, in one pass (a transport that can saves the call that finds nothing after the last).
+  virtual Status acceptReady(std::vector<std::unique_ptr<RecvComm>>* comms) {
+    while (true) {
+      std::unique_ptr<RecvComm> comm;
+      MSC_RETURN_IF_ERROR(accept(&comm));
+      if (!comm) return Status::ok();
+      comms->push_back(std::move(comm));
+    }
+  }
   /// Appends the descriptors whose readiness lets accept() move (the listening socket, handshakes under way),
   /// so an idle rank can sleep in poll() until a peer connects. False: none (the caller naps).
   virtual bool appendReadiness(std::vector<pollfd>& fds) const {

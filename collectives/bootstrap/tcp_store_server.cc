@@ -44,6 +44,7 @@ struct TcpStoreServer::Connection {
   size_t out_done = 0;
   bool want_write = false;
   bool closed = false;
+  bool batching = false;  // replies to a batch of requests leave together, in one send, after the batch
   struct Parked {
     std::string body;  // the whole request, re-run when a key it needs appears
     Deadline deadline;
@@ -66,7 +67,6 @@ TcpStoreServer::TcpStoreServer(Options options) : options_(std::move(options)) {
   sockaddr_in bound{};
   listen_fd_ = listenTcp(options_.host, options_.port, 4096, &bound);
   port_ = ntohs(bound.sin_port);
-  setNonBlocking(listen_fd_.get());
   randomBytes(&incarnation_, sizeof(incarnation_));
   const int n = options_.threads > 0 ? options_.threads : defaultLoops();
   for (int i = 0; i < n; ++i) {
@@ -238,6 +238,7 @@ void TcpStoreServer::onWritable(Loop& loop, Connection& c) {
 
 void TcpStoreServer::processInput(Loop& loop, Connection& c) {
   size_t consumed = 0;
+  c.batching = true;
   while (!c.closed) {
     bool too_large = false;
     std::string_view rest(c.in.data() + consumed, c.in.size() - consumed);
@@ -251,6 +252,8 @@ void TcpStoreServer::processInput(Loop& loop, Connection& c) {
     handleRequest(loop, c, rest.substr(4, *body), false);
     consumed += 4 + *body;
   }
+  c.batching = false;
+  if (!c.closed && c.out_done < c.out.size()) flush(loop, c);
   c.in.erase(0, consumed);
 }
 
@@ -456,7 +459,7 @@ void TcpStoreServer::reply(Loop& loop, Connection& c, std::string frame) {
   } else {
     c.out += frame;
   }
-  flush(loop, c);
+  if (!c.batching) flush(loop, c);
 }
 
 void TcpStoreServer::flush(Loop& loop, Connection& c) {

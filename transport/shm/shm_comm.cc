@@ -39,7 +39,7 @@ Status ShmSendComm::isend(const void* data, size_t size, uint32_t tag, const Mem
   *request = nullptr;
   if (!error_.isOk()) return error_;
   if (data == nullptr && size > 0) return Status(ErrorCode::kInvalidArgument, "shm isend: null buffer");
-  SendRequest* slot = freeSlot(pool_);
+  SendRequest* slot = pool_.free();
   if (slot == nullptr) return Status::ok();
   bool remote = size >= remote_min_bytes_ && mapping_->ring().header()->cma_ok.load(std::memory_order_acquire) == 1;
   slot->record = shm::Record{tag, remote ? shm::kRemote : shm::kInline, size, reinterpret_cast<uint64_t>(data)};

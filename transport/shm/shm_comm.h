@@ -10,6 +10,7 @@
 
 #include "common/socket.h"
 #include "transport/posted_receive.h"
+#include "transport/request_pool.h"
 #include "transport/shm/shm_ring.h"
 #include "transport/transport.h"
 
@@ -54,7 +55,7 @@ class ShmSendComm : public SendComm {
   std::unique_ptr<RingMapping> mapping_;
   size_t remote_min_bytes_;
   std::string peer_;
-  SendRequest pool_[kMaxRequests];
+  SlotPool<SendRequest, kMaxRequests> pool_;
   std::deque<SendRequest*> queue_;  // in order; the first not fully written is being written
   uint64_t remote_records_ = 0;
   uint32_t idle_tests_ = 0;
@@ -86,7 +87,7 @@ class ShmRecvComm : public RecvComm {
   pid_t peer_pid_;
   uint64_t remote_id_;
   std::string peer_;
-  RecvRequest pool_[kMaxRequests];
+  SlotPool<RecvRequest, kMaxRequests> pool_;
   std::deque<Message> messages_;
   uint32_t idle_tests_ = 0;
   Status error_;

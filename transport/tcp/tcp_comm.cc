@@ -81,7 +81,7 @@ Status TcpSendComm::isend(const void* data, size_t size, uint32_t tag, const Mem
   *request = nullptr;
   if (!error_.isOk()) return error_;
   if (data == nullptr && size > 0) return Status(ErrorCode::kInvalidArgument, "tcp isend: null buffer");
-  SendRequest* slot = freeSlot(pool_);
+  SendRequest* slot = pool_.free();
   if (slot == nullptr) return Status::ok();  // all slots busy: the caller retries after test()
   slot->data = static_cast<const uint8_t*>(data);
   slot->size = size;

@@ -17,6 +17,7 @@
 
 #include "common/socket.h"
 #include "transport/posted_receive.h"
+#include "transport/request_pool.h"
 #include "transport/tcp/tcp_dial.h"
 #include "transport/transport.h"
 
@@ -73,7 +74,7 @@ class TcpSendComm : public SendComm {
   Deadline dial_deadline_{};
   Deadline next_dial_{};  // after a failed attempt, the earliest time for the next
   int dial_attempts_ = 0;
-  SendRequest pool_[kMaxRequests];
+  SlotPool<SendRequest, kMaxRequests> pool_;
   std::deque<SendRequest*> queue_;  // posted and not yet sent by every socket, in order
   uint64_t head_seq_ = 0;           // sequence number of queue_.front()
   Status error_;
@@ -129,7 +130,7 @@ class TcpRecvComm : public RecvComm {
   uint64_t remote_id_;
   std::string peer_;
   std::shared_ptr<JoinInbox> inbox_;  // null once every socket has joined
-  RecvRequest pool_[kMaxRequests];
+  SlotPool<RecvRequest, kMaxRequests> pool_;
   std::deque<Message> messages_;
   uint64_t head_seq_ = 0;
   Status error_;

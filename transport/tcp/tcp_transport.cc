@@ -30,7 +30,6 @@ class TcpListener : public Listener {
     sockaddr_in bound{};
     std::string host = options.bind_address.empty() ? "127.0.0.1" : options.bind_address;
     fd_ = listenTcp(host, 0, 1024, &bound);
-    setNonBlocking(fd_.get());
     // Accepted sockets inherit these from the listening one (Linux clones the socket): three to seven calls
     // fewer per connection, and a rank's first connection is a good part of a job's start.
     setNoDelay(fd_.get());
@@ -48,6 +47,14 @@ class TcpListener : public Listener {
       *comm = std::move(ready_.front());
       ready_.pop_front();
     }
+    return Status::ok();
+  }
+
+  Status acceptReady(std::vector<std::unique_ptr<RecvComm>>* comms) override {
+    acceptNew();
+    progressHandshakes();
+    for (auto& comm : ready_) comms->push_back(std::move(comm));
+    ready_.clear();
     return Status::ok();
   }
 
