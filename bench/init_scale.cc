@@ -4,10 +4,12 @@
 // ring-neighbour connection made (8 bytes sent to rank + 1 and received from rank - 1 on the world).
 //
 // Simulated ranks: the ranks are spread over --processes worker processes (a simulated host each holds
-// N / processes ranks). Per rank: its own world communicator (its own TCP listener, worker thread and
-// connections; MEGASCALE_TRANSPORT=tcp, the path between hosts; a loopback address per simulated host of 8
-// ranks), its own groups, its own store view (a counting wrapper). Shared within a process: one store client connection (as ranks behind a host's agent
-// would share one), the creator threads that call the rank's init, and the process's memory.
+// N / processes ranks). Per rank: its own world communicator (its own TCP listener and connections;
+// MEGASCALE_TRANSPORT=tcp, the path between hosts; a loopback address per simulated host of 8 ranks), its own
+// groups, its own store view (a counting wrapper). Shared within a process: one store client connection (as ranks
+// behind a host's agent would share one), the creator threads that call the rank's init, the progress engine's
+// thread that runs the ranks' operations (as it runs every network communicator of a real process), and the
+// process's memory.
 // The store server (tcp) runs in this parent process; redis runs as a redis-server child.
 //
 // Prints the time to the last rank ready, percentiles, store operations and bytes per rank, and the store's
