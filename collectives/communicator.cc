@@ -386,8 +386,7 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
   std::shared_ptr<Work> work = task.work;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   if (!broken_.isOk()) {
-    Status broken = Status(ErrorCode::kAborted, task.describe() + ": rank " + std::to_string(rank_) +
-                                                    ": communicator is broken by an earlier error: " + broken_.message());
+    Status broken = brokenBy(task, broken_);
     lock.unlock();
     work->finish(broken);
     return work;
@@ -472,11 +471,7 @@ void Communicator::workerLoop(std::stop_token stop) {
 }
 
 void Communicator::execute(Task& task, Status broken) {
-  Status status = broken.isOk() ? runGuarded(task, nullptr)
-                                 : Status(ErrorCode::kAborted, task.describe() + ": rank " + std::to_string(rank_) +
-                                                                   ": communicator is broken by an earlier error: " +
-                                                                   broken.message());
-  finishTask(task, status);
+  finishTask(task, broken.isOk() ? runGuarded(task, nullptr) : brokenBy(task, broken));
 }
 
 node::NodeCall Communicator::nodeCall(Task& task) {
@@ -485,9 +480,13 @@ node::NodeCall Communicator::nodeCall(Task& task) {
 }
 
 Status Communicator::runGuarded(Task& task, bool* done) {
+  return guarded(task, [&] { return done != nullptr ? node_->begin(nodeCall(task), done) : run(task); });
+}
+
+Status Communicator::guarded(const Task& task, const std::function<Status()>& body) {
   Status status;
   try {
-    status = done != nullptr ? node_->begin(nodeCall(task), done) : run(task);
+    status = body();
   } catch (const Error& e) {
     status = Status(e.code(), task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
   } catch (const std::exception& e) {
@@ -499,6 +498,11 @@ Status Communicator::runGuarded(Task& task, bool* done) {
     if (node_) node_->markFailed();
   }
   return status;
+}
+
+Status Communicator::brokenBy(const Task& task, const Status& broken) const {
+  return Status(ErrorCode::kAborted, task.describe() + ": rank " + std::to_string(rank_) +
+                                         ": communicator is broken by an earlier error: " + broken.message());
 }
 
 void Communicator::finishTask(Task& task, const Status& status) {

@@ -182,6 +182,11 @@ class Communicator {
   void execute(Task& task, Status broken);
   /// Runs the task (done == null) or begins it on the node engine; a failure breaks the communicator.
   Status runGuarded(Task& task, bool* done);
+  /// Runs body() for the task: an exception becomes the task's error; an error breaks off the connections (peers
+  /// blocked on us fail now rather than at their timeout).
+  Status guarded(const Task& task, const std::function<Status()>& body);
+  /// The error of a task issued after the communicator broke.
+  Status brokenBy(const Task& task, const Status& broken) const;
   /// Records a failure, finishes the Work, lowers running_ and wakes whoever waits.
   void finishTask(Task& task, const Status& status);
   node::NodeCall nodeCall(Task& task);

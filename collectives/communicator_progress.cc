@@ -50,28 +50,10 @@ bool Communicator::advanceOnEngine(RunWait** wait) {
       ++running_;
     }
     EngineTask& t = *engine_task_;
-    bool done = false;
-    Status status;
-    if (!t.broken.isOk()) {
-      done = true;
-      status = Status(ErrorCode::kAborted, t.task.describe() + ": rank " + std::to_string(rank_) +
-                                               ": communicator is broken by an earlier error: " + t.broken.message());
-    } else {
-      try {
-        status = advanceEngineTask(t, &done, wait);
-      } catch (const Error& e) {
-        done = true;
-        status = Status(e.code(), t.task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
-      } catch (const std::exception& e) {
-        done = true;
-        status = Status(ErrorCode::kInternal, t.task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
-      }
-      if (done && !status.isOk()) {
-        MSC_LOG_WARN("%s", status.message().c_str());
-        links_->closeAll();  // peers blocked on us fail now rather than at their timeout
-      }
-    }
-    if (!done) return true;
+    bool done = true;
+    const Status status = t.broken.isOk() ? guarded(t.task, [&] { return advanceEngineTask(t, &done, wait); })
+                                          : brokenBy(t.task, t.broken);
+    if (!done && status.isOk()) return true;  // an error (a thrown one too) finishes the task
     Task task = std::move(t.task);
     engine_task_.reset();  // the run lets go of the buffers before the caller hears it is done
     finishTask(task, status);

@@ -12,8 +12,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -273,25 +276,46 @@ TEST_P(CommunicatorTest, SplitWithTrafficClassMarksTheChildsConnectionsAndItsSpl
 // rank waiting in a collective accepts from its listener.
 TEST_P(CommunicatorTest, ConnectionsStartWithOneSocketAndStripeAtTheFirstLargeMessage) {
   if (GetParam() != "tcp") GTEST_SKIP() << "stripes are the TCP transport's";
-  // By the descriptors' links, without touching the descriptors (other threads open and close theirs).
-  const auto sockets = [] {
-    int total = 0;
+  // This process's established TCP sockets that are not the store's: the ranks' connections, both ends. Found by
+  // the descriptors' links and the kernel's table, without touching the descriptors (other threads open and close
+  // theirs).
+  const int store_port = parseHostPort(id_.store_url.substr(id_.store_url.find("://") + 3)).sin_port;
+  const auto sockets = [&] {
+    std::set<std::string> mine;
     DIR* dir = opendir("/proc/self/fd");
     while (dirent* entry = readdir(dir)) {
       char target[64];
       const std::string path = std::string("/proc/self/fd/") + entry->d_name;
       const ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
-      total += n > 7 && std::string(target, 7) == "socket:";
+      if (n > 8 && std::string(target, 8) == "socket:[") mine.insert(std::string(target + 8, static_cast<size_t>(n) - 9));
     }
     closedir(dir);
+    std::ifstream table("/proc/self/net/tcp");
+    std::string line;
+    std::getline(table, line);  // header
+    int total = 0;
+    while (std::getline(table, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, skip, inode;
+      fields >> slot >> local >> remote >> state >> skip >> skip >> skip >> skip >> skip >> inode;
+      const int local_port = std::stoi(local.substr(local.find(':') + 1), nullptr, 16);
+      const int remote_port = std::stoi(remote.substr(remote.find(':') + 1), nullptr, 16);
+      const int store = ntohs(static_cast<uint16_t>(store_port));
+      total += state == "01" && mine.count(inode) && local_port != store && remote_port != store;
+    }
     return total;
   };
   int unconnected = 0, small = 0, large = 0;
   std::atomic<int> created{0};
+  std::atomic<bool> counted{false};
   runRanks(2, [&](int rank, Communicator& comm) {
     created.fetch_add(1);
     while (created.load() < 2) std::this_thread::yield();
-    if (rank == 0) unconnected = sockets();  // the store's connections only
+    if (rank == 0) {
+      unconnected = sockets();  // none yet
+      counted = true;
+    }
+    while (!counted.load()) std::this_thread::yield();
     ASSERT_TRUE(comm.barrier()->wait(20s).isOk());
     int32_t one = 1, sum = 0;
     ASSERT_TRUE(comm.allReduce(&one, &sum, 1, mscInt32, mscSum)->wait(20s).isOk());
@@ -308,6 +332,7 @@ TEST_P(CommunicatorTest, ConnectionsStartWithOneSocketAndStripeAtTheFirstLargeMe
       ASSERT_TRUE(comm.broadcast(&done, &stop, 1, mscInt32, 0)->wait(20s).isOk());
     }
     if (rank == 0) large = sockets();
+    ASSERT_TRUE(comm.barrier()->wait(20s).isOk());  // rank 1 keeps its connections until rank 0 has counted
   });
   EXPECT_EQ(small - unconnected, 4) << "0 -> 1 and 1 -> 0, both ends, one socket each";
   EXPECT_EQ(large - unconnected, 8) << "two sockets each once a large message has gone";
