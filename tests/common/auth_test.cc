@@ -50,27 +50,25 @@ TEST(AuthSession, WrongSecretIsRefusedOnBothSides) {
   EXPECT_NE(out.client.message().find("wrong job secret"), std::string::npos) << out.client.message();
 }
 
-TEST(AuthSession, GarbageFromServerIsRejected) {
+// Runs one side of the handshake against a peer that sends `bytes` of junk (as long as the real message).
+Status handshakeWithJunk(AuthSession::Role role, size_t bytes) {
   int fds[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  Fd a(fds[0]), b(fds[1]);
-  setNonBlocking(b.get());
-  std::string junk(4 + kNonceBytes + sizeof(Digest), 'J');  // as long as the server's proof
-  ASSERT_EQ(::write(a.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
-  AuthSession client(AuthSession::Role::kClient, "s");
-  Status s = AuthSession::runBlocking(client, b.get(), deadlineAfter(std::chrono::seconds(2)), "client");
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  Fd peer(fds[0]), mine(fds[1]);
+  setNonBlocking(mine.get());
+  const std::string junk(bytes, 'J');
+  EXPECT_EQ(::write(peer.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  AuthSession session(role, "s");
+  return AuthSession::runBlocking(session, mine.get(), deadlineAfter(std::chrono::seconds(2)), "junk");
+}
+
+TEST(AuthSession, GarbageFromServerIsRejected) {
+  Status s = handshakeWithJunk(AuthSession::Role::kClient, 4 + kNonceBytes + sizeof(Digest));  // the server's proof
   EXPECT_EQ(s.code(), ErrorCode::kAuthFailed);
 }
 
 TEST(AuthSession, GarbageFromClientIsRejected) {
-  int fds[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  Fd a(fds[0]), b(fds[1]);
-  setNonBlocking(b.get());
-  std::string junk(4 + kNonceBytes + sizeof(Hello), 'J');  // as long as the client's hello
-  ASSERT_EQ(::write(a.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
-  AuthSession server(AuthSession::Role::kServer, "s");
-  Status s = AuthSession::runBlocking(server, b.get(), deadlineAfter(std::chrono::seconds(2)), "server");
+  Status s = handshakeWithJunk(AuthSession::Role::kServer, 4 + kNonceBytes + sizeof(Hello));  // the client's hello
   EXPECT_EQ(s.code(), ErrorCode::kAuthFailed);
   EXPECT_NE(s.message().find("not a megascale endpoint"), std::string::npos) << s.message();
 }
