@@ -105,10 +105,11 @@ void ProgressEngine::forget(Client* client) {
   // Its registrations under descriptors are stale now: an event finds no entry for it and passes it by.
 }
 
-void ProgressEngine::takeInbox() {
+bool ProgressEngine::takeInbox() {
   std::vector<Client*> posted, removals;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return false;
     posted.swap(posted_);
     removals.swap(removals_);
   }
@@ -119,6 +120,7 @@ void ProgressEngine::takeInbox() {
     removals_done_ += removals.size();
     removed_cv_.notify_all();
   }
+  return true;
 }
 
 void ProgressEngine::clearTimer(Entry& entry) {
@@ -140,8 +142,7 @@ void ProgressEngine::arm(Client* client, Entry& entry, RunWait& wait) {
   bool unwatchable = false;
   for (const pollfd& p : wait.fds) {
     auto& slot = waiters_[p.fd];
-    const uint32_t wanted = epollEvents(p.events);
-    uint32_t events = wanted;
+    uint32_t events = epollEvents(p.events);
     for (const Waiting& w : slot) {  // others waiting on it this round keep their interest
       auto other = entries_.find(w.client);
       if (other == entries_.end() || other->second.generation != w.generation || other->second.wait == nullptr) continue;
@@ -218,12 +219,7 @@ int ProgressEngine::waitMs() const {
 
 void ProgressEngine::loop() {
   std::vector<epoll_event> events(256);
-  while (true) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stop_) return;
-    }
-    takeInbox();
+  while (takeInbox()) {
     advanceRunnable();
     const int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), waitMs());
     for (int i = 0; i < n; ++i) {

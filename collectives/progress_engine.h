@@ -59,7 +59,8 @@ class ProgressEngine {
   };
 
   void loop();
-  void takeInbox();
+  /// Takes what other threads posted or removed; false once the engine is stopping.
+  bool takeInbox();
   void makeRunnable(Client* client);
   void advanceRunnable();
   void arm(Client* client, Entry& entry, RunWait& wait);

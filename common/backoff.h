@@ -33,7 +33,7 @@ inline void noteRanksOnHost(int ranks_on_host) {
 class IdleBackoff {
  public:
   void reset() { idle_ = 0; }
-  /// Past the spins and yields: the next idle() would nap. A waiter that can sleep on descriptors instead
+  /// Past the spins and yields: the next idle round would nap. A waiter that can sleep on descriptors instead
   /// (poll) does so from here: it wakes when the data moves, not on a timer.
   bool resting() const {
     return idle_ >= kSpins + (oversubscribedHost().load(std::memory_order_relaxed) ? kCrowdedYields : kYields);
@@ -44,7 +44,7 @@ class IdleBackoff {
   /// training step on a shared core took 6.7 ms, 1.7 ms alone; two ranks on two cores, 4 runs each at
   /// 800 Mbit/s: a median step of 178.5 against 187.5 ms).
   bool socketsFirst() const {
-    return resting() || (idle_ >= kSpins && oversubscribedHost().load(std::memory_order_relaxed));
+    return resting() || (pastSpins() && oversubscribedHost().load(std::memory_order_relaxed));
   }
   /// Past the few spins.
   bool pastSpins() const { return idle_ >= kSpins; }
@@ -86,7 +86,6 @@ class IdleBackoff {
       }
     }
   }
-  void idle() { spend(next()); }
 
  private:
   static constexpr uint32_t kSpins = 8;          // ~0.5 us
