@@ -101,6 +101,8 @@ struct ScheduleRun::State {
   Status pass(bool* moved, bool* slot_wait);
   void retireFinishedPhases();
   Status checkStalled();
+  Status waitToConnect(RunWait& wait);
+  bool aborted() const { return ctx.aborted != nullptr && ctx.aborted->load(std::memory_order_relaxed); }
   bool sleepOnSockets(RunWait& wait);
 };
 
@@ -327,6 +329,36 @@ void ScheduleRun::State::retireFinishedPhases() {
   }
 }
 
+// The oldest phase's connections are under way: fails on an abort or once they take longer than the timeout
+// (naming the first peer still missing), else says to sleep until a connection or the listeners move. A
+// handshake step waits for the peer, which spinning cannot hurry, and every spin round would cost an accept and
+// a receive that find nothing.
+Status ScheduleRun::State::waitToConnect(RunWait& wait) {
+  if (aborted()) return fail(ErrorCode::kAborted, "aborted by the user");
+  if (Clock::now() > deadline) {
+    for (const Step& step : schedule.phases[oldest].comm) {
+      if (step.isHost()) continue;
+      const bool send = step.kind == Step::kSend;
+      if (send ? links.connectedSendComm(step.peer) == nullptr : links.connectedRecvComm(step.peer) == nullptr) {
+        Status t = links.connectTimeout(step.peer, send, ctx.timeout);
+        return fail(t.code(), t.message());
+      }
+    }
+  }
+  wait.fds.clear();
+  if (links.appendConnectingReadiness(wait.fds)) {
+    wait.incoming_from = wait.fds.size();
+    if (links.appendIncomingReadiness(wait.fds) && !wait.fds.empty()) {
+      wait.kind = RunWait::kPoll;
+      wait.cap_ms = kConnectWaitCapMs;
+      return Status::ok();
+    }
+  }
+  check_incoming = true;  // napping instead: look at the listeners on the next try
+  wait.pause = backoff.next();
+  return Status::ok();
+}
+
 // Every 64 idle rounds: incoming connections, and whether the oldest phase has waited too long.
 Status ScheduleRun::State::checkStalled() {
   if ((++spins & 63) != 0) return Status::ok();
@@ -409,33 +441,8 @@ Status ScheduleRun::advance(bool* done) {
       Status s = st.admit(st.oldest, true, &pending);
       if (!s.isOk()) return finish(st.fail(s.code(), s.message()));
       if (pending) {
-        if (st.ctx.aborted != nullptr && st.ctx.aborted->load(std::memory_order_relaxed)) {
-          return finish(st.fail(ErrorCode::kAborted, "aborted by the user"));
-        }
-        if (Clock::now() > st.deadline) {
-          for (const Step& step : st.schedule.phases[st.oldest].comm) {
-            if (step.isHost()) continue;
-            const bool send = step.kind == Step::kSend;
-            if ((send ? st.links.connectedSendComm(step.peer) == nullptr : st.links.connectedRecvComm(step.peer) == nullptr)) {
-              Status t = st.links.connectTimeout(step.peer, send, st.ctx.timeout);
-              return finish(st.fail(t.code(), t.message()));
-            }
-          }
-        }
-        // Sleep until a connection under way or the listeners move: a handshake step waits for the peer, which
-        // spinning cannot hurry, and every spin round costs an accept and a receive that find nothing.
-        wait_.fds.clear();
-        if (st.links.appendConnectingReadiness(wait_.fds)) {
-          wait_.incoming_from = wait_.fds.size();
-          if (st.links.appendIncomingReadiness(wait_.fds) && !wait_.fds.empty()) {
-            wait_.kind = RunWait::kPoll;
-            wait_.cap_ms = kConnectWaitCapMs;
-            return Status::ok();
-          }
-        }
-        st.check_incoming = true;
-        wait_.pause = st.backoff.next();
-        return Status::ok();
+        s = st.waitToConnect(wait_);
+        return s.isOk() ? s : finish(s);
       }
     }
     // Phases ahead join while the window has room; one whose comms are not connected yet waits to be the oldest.
@@ -455,9 +462,7 @@ Status ScheduleRun::advance(bool* done) {
       continue;
     }
     if (st.oldest >= st.schedule.phases.size()) break;
-    if (st.ctx.aborted != nullptr && st.ctx.aborted->load(std::memory_order_relaxed)) {
-      return finish(st.fail(ErrorCode::kAborted, "aborted by the user"));
-    }
+    if (st.aborted()) return finish(st.fail(ErrorCode::kAborted, "aborted by the user"));
     s = st.checkStalled();
     if (!s.isOk()) return finish(s);
     const bool sockets_first = st.backoff.socketsFirst() || (st.ctx.shared_driver && st.backoff.pastSpins());
