@@ -33,7 +33,7 @@ void TcpSendComm::startDialing() {
   for (int i = liveSockets(); i < l.sockets; ++i) {
     tcp_wire::HelloInfo hello{l.local_id, l.token, static_cast<uint16_t>(i), static_cast<uint16_t>(l.sockets),
                               l.options.traffic_class, tcp_wire::kJoin};
-    dials_.push_back(Dial{i, TcpDial(l.options, l.addr, hello)});
+    dials_.push_back(Dial{TcpDial(l.options, l.addr, hello)});
   }
   dial_deadline_ = deadlineAfter(std::chrono::milliseconds(l.options.handshake_timeout_ms));
   ++dial_attempts_;

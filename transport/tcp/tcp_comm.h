@@ -66,11 +66,10 @@ class TcpSendComm : public SendComm {
   std::string peer_;
   std::optional<LaterStripes> later_;
   struct Dial {
-    int index;  // the socket index it becomes
     TcpDial dial;
     bool done = false;  // authenticated; it goes live once the sockets before it have
   };
-  std::vector<Dial> dials_;  // in index order
+  std::vector<Dial> dials_;  // sockets liveSockets(), liveSockets() + 1, ... in order
   Deadline dial_deadline_{};
   Deadline next_dial_{};  // after a failed attempt, the earliest time for the next
   int dial_attempts_ = 0;
