@@ -49,7 +49,8 @@ void TcpSendComm::progressDials() {
       break;
     }
   }
-  if (failed.isOk() && !dials_.empty() && !dials_.back().done && Clock::now() > dial_deadline_) {
+  const bool waiting = std::any_of(dials_.begin(), dials_.end(), [](const Dial& d) { return !d.done; });
+  if (failed.isOk() && waiting && Clock::now() > dial_deadline_) {
     failed = Status(ErrorCode::kTimeout, "timed out");
   }
   if (!failed.isOk()) {
