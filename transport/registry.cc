@@ -2,6 +2,9 @@
 
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
+#ifdef MEGASCALE_WITH_UCX
+#include "transport/ucx/ucx_transport.h"
+#endif
 
 namespace megascale::transport {
 namespace {
@@ -10,6 +13,11 @@ template <typename T>
 std::unique_ptr<Transport> make(const TransportOptions& options) {
   return std::make_unique<T>(options);
 }
+
+bool always() { return true; }
+
+/// Built, and taken by "auto" here.
+bool automatic(const TransportInfo& t) { return t.missing == nullptr && t.chosen_by_auto != nullptr && t.chosen_by_auto(); }
 
 std::string builtNames(bool network_only) {
   std::string names;
@@ -37,10 +45,14 @@ const TransportInfo& builtRow(const std::string& name, const char* knob_text) {
 
 const std::vector<TransportInfo>& transportRegistry() {
   static const std::vector<TransportInfo> rows = {
-      {"shm", true, nullptr, make<ShmTransport>},
+      {"shm", true, nullptr, make<ShmTransport>, always},
       {"ibverbs", false, "it needs rdma-core and an RDMA NIC; not written yet", nullptr},
-      {"ucx", false, "it needs libucx; not written yet", nullptr},
-      {"tcp", false, nullptr, make<TcpTransport>},
+#ifdef MEGASCALE_WITH_UCX
+      {"ucx", false, nullptr, make<UcxTransport>},
+#else
+      {"ucx", false, "it needs libucx-dev at build time", nullptr},
+#endif
+      {"tcp", false, nullptr, make<TcpTransport>, always},
   };
   return rows;
 }
@@ -60,7 +72,7 @@ std::vector<std::string> communicatorTransports(const std::string& requested, bo
   if (requested != "auto") return {builtRow(requested, "MEGASCALE_TRANSPORT=").name};
   std::vector<std::string> names;
   for (const TransportInfo& t : transportRegistry()) {
-    if (t.missing == nullptr && (t.same_host_only || !all_ranks_local)) names.emplace_back(t.name);
+    if (automatic(t) && (t.same_host_only || !all_ranks_local)) names.emplace_back(t.name);
   }
   return names;
 }
@@ -68,7 +80,7 @@ std::vector<std::string> communicatorTransports(const std::string& requested, bo
 std::string networkTransport(const std::string& requested) {
   if (requested == "auto") {
     for (const TransportInfo& t : transportRegistry()) {
-      if (t.missing == nullptr && !t.same_host_only) return t.name;
+      if (automatic(t) && !t.same_host_only) return t.name;
     }
   }
   const TransportInfo& t = builtRow(requested, "MEGASCALE_TRANSPORT=");

@@ -18,6 +18,9 @@ struct TransportInfo {
   /// Null when this build has the transport; otherwise why not (what it needs).
   const char* missing;
   std::unique_ptr<Transport> (*create)(const TransportOptions& options);
+  /// Whether MEGASCALE_TRANSPORT=auto takes it on this machine; null: only when named (ucx: its context costs a
+  /// communicator more than tcp's sockets, for a network path tcp or ibverbs already give).
+  bool (*chosen_by_auto)() = nullptr;
 };
 
 /// Best first: same-host transports before network ones, faster before slower.
@@ -31,12 +34,12 @@ const TransportInfo* findTransport(const std::string& name);
 std::unique_ptr<Transport> createTransport(const std::string& name, const TransportOptions& options);
 
 /// The transports a communicator listens on, best first, for MEGASCALE_TRANSPORT=`requested`: "auto" gives
-/// every built transport, or only the same-host ones when every rank is on this host (`all_ranks_local`);
+/// every built transport that auto chooses, or only the same-host ones when every rank is on this host (`all_ranks_local`);
 /// a name gives that transport alone, which then serves every peer it reaches. Throws as createTransport.
 std::vector<std::string> communicatorTransports(const std::string& requested, bool all_ranks_local);
 
 /// The one network transport the NCCL net plugin and sendrecv_perf use for MEGASCALE_TRANSPORT=`requested`:
-/// "auto" gives the best built one. Throws Error: kInvalidArgument for a same-host transport or an unknown
+/// "auto" gives the best built one that auto chooses. Throws Error: kInvalidArgument for a same-host transport or an unknown
 /// name, kUnavailable for one this build lacks; the message says what can be chosen.
 std::string networkTransport(const std::string& requested);
 

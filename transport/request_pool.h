@@ -22,6 +22,14 @@ class SlotPool {
     return slots_.back().get();
   }
 
+  /// Calls f on every slot in use (a comm closing cancels what is still posted).
+  template <typename F>
+  void forEachInUse(F&& f) {
+    for (const std::unique_ptr<Slot>& s : slots_) {
+      if (s->in_use) f(*s);
+    }
+  }
+
  private:
   std::vector<std::unique_ptr<Slot>> slots_;
 };

@@ -43,11 +43,21 @@ TEST(TransportRegistry, ACommunicatorListensOnEveryBuiltTransportUnderAuto) {
   EXPECT_EQ(communicatorTransports("tcp", true), (Names{"tcp"}));
   EXPECT_EQ(communicatorTransports("shm", false), (Names{"shm"}));
   std::string message;
-  EXPECT_EQ(codeOf([] { communicatorTransports("ucx", false); }, &message), ErrorCode::kUnavailable);
-  EXPECT_NE(message.find("no ucx transport"), std::string::npos) << message;
-  EXPECT_NE(message.find("built: shm, tcp"), std::string::npos) << message;
+  EXPECT_EQ(codeOf([] { communicatorTransports("ibverbs", false); }, &message), ErrorCode::kUnavailable);
+  EXPECT_NE(message.find("no ibverbs transport"), std::string::npos) << message;
+  EXPECT_NE(message.find("built: shm"), std::string::npos) << message;
   EXPECT_EQ(codeOf([] { communicatorTransports("smoke-signals", false); }, &message), ErrorCode::kInvalidArgument);
   EXPECT_NE(message.find("expected auto or one of shm, ibverbs, ucx, tcp"), std::string::npos) << message;
+}
+
+// UCX is taken only when named: under auto every communicator would pay for a UCX context.
+TEST(TransportRegistry, UcxServesOnlyWhenNamed) {
+  const TransportInfo* ucx = findTransport("ucx");
+  ASSERT_NE(ucx, nullptr);
+  EXPECT_EQ(ucx->chosen_by_auto, nullptr);
+  if (ucx->missing != nullptr) GTEST_SKIP() << "built without UCX: " << ucx->missing;
+  EXPECT_EQ(communicatorTransports("ucx", false), (Names{"ucx"}));
+  EXPECT_EQ(networkTransport("ucx"), "ucx");
 }
 
 TEST(TransportRegistry, TheNetworkTransportIsNeverASameHostOne) {

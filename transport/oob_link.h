@@ -1,0 +1,132 @@
+// Connection setup for transports whose data path is not a socket (UCX, ibverbs), as NCCL's IB transport does
+// it: a TCP socket carries the job-secret handshake (common/auth.h) and one framed blob each way, the client's
+// and then the server's answer to it (a UCX worker address, queue pair numbers and GIDs). The socket then stays
+// with the comm as its liveness signal: it closes when the peer's process dies, which shared memory or a NIC
+// may never report. Frames: u32 length | bytes, at most kMaxBlobBytes.
+#pragma once
+
+#include <netinet/in.h>
+#include <poll.h>
+
+#include <any>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/auth.h"
+#include "common/socket.h"
+#include "transport/tcp/tcp_dial.h"
+#include "transport/transport.h"
+
+namespace megascale::transport {
+
+constexpr size_t kMaxBlobBytes = 64 * 1024;
+
+/// An authenticated setup socket, kept for the comm's life.
+class OobLink {
+ public:
+  OobLink() = default;
+  OobLink(Fd fd, uint64_t remote_id, std::string peer);
+  /// True once the peer has closed its end or its process has died (a non-blocking peek; call it rarely).
+  bool peerGone() const;
+  uint64_t remoteId() const { return remote_id_; }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  Fd fd_;
+  uint64_t remote_id_ = 0;
+  std::string peer_;
+};
+
+/// One framed blob in or out over a non-blocking socket, in as many calls as it takes.
+class BlobIo {
+ public:
+  void startSend(std::string blob);
+  void startReceive();
+  /// Moves the transfer; *done once the whole blob is through. `what` names it in errors.
+  Status poll(int fd, bool* done, const std::string& what);
+  short wantedEvents() const { return sending_ ? POLLOUT : POLLIN; }
+  std::string& blob() { return blob_; }
+
+ private:
+  bool sending_ = false;
+  uint32_t length_ = 0;
+  size_t header_done_ = 0;
+  size_t body_done_ = 0;
+  std::string blob_;
+};
+
+/// The client's side: dial, prove the secret, send our blob, take the server's answer.
+class OobDial {
+ public:
+  OobDial(const TransportOptions& options, const sockaddr_in& address, uint64_t local_id, std::string blob);
+  /// *done once the answer has arrived. Errors name the listener.
+  Status poll(bool* done);
+  bool appendReadiness(std::vector<pollfd>& fds) const;
+  /// The server's answer, once done.
+  const std::string& answer() { return io_.blob(); }
+  OobLink release();
+
+ private:
+  sockaddr_in address_;
+  TcpDial dial_;
+  Fd fd_;
+  BlobIo io_;
+  int stage_ = 0;  // 0 dialing, 1 sending our blob, 2 reading the answer, 3 done
+  std::string blob_;
+  Deadline deadline_;
+  int timeout_ms_;
+};
+
+/// What a listener learns of a client before it answers.
+struct OobRequest {
+  uint64_t remote_id;
+  std::string peer;  // "peer 7 (127.0.0.1:4000)"
+  const std::string& blob;
+};
+
+/// A client whose answer has gone out, with what the listener made for it when it answered.
+struct OobAccepted {
+  OobLink link;
+  std::any state;
+};
+
+/// The server's side: a listening socket and the handshakes under way on it.
+class OobServer {
+ public:
+  /// Throws Error when it cannot listen.
+  explicit OobServer(const TransportOptions& options);
+  const sockaddr_in& bound() const { return bound_; }
+
+  /// Accepts and moves every handshake. `answer` is called once per authenticated client with its blob and
+  /// gives our blob and any state of the connection (a queue pair, a connection id), or an error, which drops
+  /// that client; clients whose answer has gone out are appended to *ready with that state. Clients that fail
+  /// are logged and dropped, never an error here.
+  using Answer = std::function<Status(const OobRequest&, std::string* reply, std::any* state)>;
+  void poll(const Answer& answer, std::vector<OobAccepted>* ready);
+  bool appendReadiness(std::vector<pollfd>& fds) const;
+
+ private:
+  struct Pending {
+    Fd fd;
+    sockaddr_in from;
+    AuthSession auth;
+    Deadline deadline;
+    BlobIo io;
+    int stage = 0;  // 0 authenticating, 1 reading the client's blob, 2 sending the answer
+    uint64_t remote_id = 0;
+    std::any state;
+  };
+  void acceptNew();
+  /// Moves one handshake; true when it is finished (ready or dropped).
+  bool step(Pending& p, const Answer& answer, std::vector<OobAccepted>* ready);
+
+  TransportOptions options_;
+  Fd fd_;
+  sockaddr_in bound_{};
+  std::vector<std::unique_ptr<Pending>> pending_;
+};
+
+}  // namespace megascale::transport

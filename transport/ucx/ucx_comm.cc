@@ -1,0 +1,175 @@
+#include "transport/ucx/ucx_comm.h"
+
+namespace megascale::transport {
+
+namespace {
+
+std::string sendWhat(size_t size, uint32_t tag) {
+  return "send of " + std::to_string(size) + " bytes (tag " + std::to_string(tag) + ") to";
+}
+
+constexpr std::chrono::milliseconds kLivenessCheckPeriod{20};
+constexpr int kProgressTurnsPerTest = 8;
+
+}  // namespace
+
+bool PeerWatch::alive() {
+  if (gone_) return false;
+  if (++calls_ % kCallsPerClockRead != 0) return true;
+  Clock::time_point now = Clock::now();
+  if (now < next_check_) return true;
+  next_check_ = now + kLivenessCheckPeriod;
+  gone_ = link_.peerGone();
+  return !gone_;
+}
+
+Status PeerWatch::lost(const std::string& what) const {
+  return Status(ErrorCode::kPeerLost, "ucx: " + what + " " + link_.peer() + ": the peer closed its connection or died");
+}
+
+UcxSendComm::~UcxSendComm() {
+  if (watch_.link().peerGone()) endpoint_->peerGone();
+  std::lock_guard<SpinLock> guard(endpoint_->worker().lock());
+  // The caller no longer waits for these; UCX frees each when it completes (the close below flushes them).
+  slots_.forEachInUse([](Slot& slot) {
+    if (slot.ucx != nullptr) ucp_request_free(slot.ucx);
+  });
+}
+
+Status UcxSendComm::isend(const void* data, size_t size, uint32_t tag, const MemoryRegion*, Request** request) {
+  *request = nullptr;
+  std::lock_guard<SpinLock> guard(endpoint_->worker().lock());
+  Slot* slot = slots_.free();
+  if (slot == nullptr) return Status::ok();
+  ucp_request_param_t param{};
+  ucs_status_ptr_t r = ucp_tag_send_nbx(endpoint_->ep(), data, size, ucxTag(connection_id_, tag), &param);
+  if (UCS_PTR_IS_ERR(r)) {
+    return Status(ErrorCode::kPeerLost, ucxError("ucx: " + sendWhat(size, tag) + " " + endpoint_->peer(),
+                                                 UCS_PTR_STATUS(r)));
+  }
+  slot->ucx = r;  // null: it left at once
+  slot->size = size;
+  slot->tag = tag;
+  slot->in_use = true;
+  *request = slot;
+  return Status::ok();
+}
+
+Status UcxSendComm::test(Request* request, bool* done, size_t* size) {
+  auto* slot = static_cast<Slot*>(request);
+  *done = false;
+  if (slot->ucx != nullptr) {  // else it left when posted: no call into UCX, no lock
+    std::lock_guard<SpinLock> guard(endpoint_->worker().lock());
+    ucp_worker_progress(endpoint_->worker().worker());
+    ucs_status_t s = ucp_request_check_status(slot->ucx);
+    if (s == UCS_INPROGRESS) {
+      if (watch_.alive()) return Status::ok();
+      slot->in_use = false;  // the request stays with UCX, freed at the close
+      return watch_.lost(sendWhat(slot->size, slot->tag));
+    }
+    ucp_request_free(slot->ucx);
+    slot->ucx = nullptr;
+    if (s != UCS_OK) {
+      slot->in_use = false;
+      return Status(ErrorCode::kPeerLost, ucxError("ucx: " + sendWhat(slot->size, slot->tag) + " " + endpoint_->peer(), s));
+    }
+  }
+  *done = true;
+  if (size != nullptr) *size = slot->size;
+  slot->in_use = false;
+  return Status::ok();
+}
+
+UcxRecvComm::~UcxRecvComm() {
+  std::lock_guard<SpinLock> guard(worker_->lock());
+  slots_.forEachInUse([this](Slot& slot) { cancel(slot); });
+}
+
+void UcxRecvComm::cancel(Slot& slot) {
+  for (int i = 0; i < slot.posted.n; ++i) {
+    if (slot.ucx[i] == nullptr) continue;
+    ucp_request_cancel(worker_->worker(), slot.ucx[i]);
+    ucp_request_free(slot.ucx[i]);
+    slot.ucx[i] = nullptr;
+  }
+  slot.in_use = false;
+}
+
+Status UcxRecvComm::irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags, const MemoryRegion* const*,
+                          Request** request) {
+  *request = nullptr;
+  std::lock_guard<SpinLock> guard(worker_->lock());
+  ReceiveSlot* claimed = nullptr;
+  MSC_RETURN_IF_ERROR(claimReceiveSlot(slots_, n, data, sizes, tags, &claimed));
+  if (claimed == nullptr) return Status::ok();
+  auto* slot = static_cast<Slot*>(claimed);
+  Status result;
+  for (int i = 0; i < n; ++i) {
+    // Always a request, even for a message already here: its size then comes from ucp_tag_recv_request_test,
+    // the one place UCX reports it for every path (eager, unexpected, rendezvous).
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_->worker(), data[i], sizes[i], ucxTag(connection_id_, tags[i]),
+                                          ~ucp_tag_t{0}, &param);
+    slot->ucx[i] = UCS_PTR_IS_PTR(r) ? r : nullptr;
+    slot->posted.matched[i] = false;
+    if (UCS_PTR_IS_ERR(r) && result.isOk()) result = finish(*slot, i, UCS_PTR_STATUS(r), ucp_tag_recv_info_t{});
+  }
+  if (!result.isOk()) {
+    cancel(*slot);
+    return result;
+  }
+  *request = slot;
+  return Status::ok();
+}
+
+Status UcxRecvComm::finish(Slot& slot, int i, ucs_status_t status, const ucp_tag_recv_info_t& info) {
+  if (status == UCS_OK) {
+    slot.posted.sizes[i] = info.length;
+    slot.posted.matched[i] = true;
+    return Status::ok();
+  }
+  const std::string what = "receive into a buffer of " + std::to_string(slot.posted.capacity[i]) + " bytes (tag " +
+                           std::to_string(slot.posted.tags[i]) + ") from " + watch_.link().peer();
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    return Status(ErrorCode::kMismatch, "ucx: " + what + ": the message of " + std::to_string(info.length) +
+                                            " bytes does not fit");
+  }
+  return Status(ErrorCode::kPeerLost, ucxError("ucx: " + what, status));
+}
+
+Status UcxRecvComm::test(Request* request, bool* done, size_t* sizes) {
+  auto* slot = static_cast<Slot*>(request);
+  *done = false;
+  std::lock_guard<SpinLock> guard(worker_->lock());
+  for (int i = 0; i < slot->posted.n; ++i) {
+    if (slot->ucx[i] != nullptr) {
+      ucp_tag_recv_info_t info{};
+      ucs_status_t s = UCS_INPROGRESS;
+      // A few turns of progress per call: a message that lands meanwhile is seen a caller's loop sooner.
+      for (int turn = 0; turn < kProgressTurnsPerTest && s == UCS_INPROGRESS; ++turn) {
+        ucp_worker_progress(worker_->worker());
+        s = ucp_tag_recv_request_test(slot->ucx[i], &info);
+      }
+      if (s == UCS_INPROGRESS) {
+        // Receives wait on the worker, not the endpoint: a dead peer's never complete by themselves.
+        if (watch_.alive()) return Status::ok();
+        cancel(*slot);
+        return watch_.lost("receive from");
+      }
+      ucp_request_free(slot->ucx[i]);
+      slot->ucx[i] = nullptr;
+      Status result = finish(*slot, i, s, info);
+      if (!result.isOk()) {
+        cancel(*slot);
+        return result;
+      }
+    }
+  }
+  *done = true;
+  if (sizes != nullptr) slot->posted.copySizes(sizes);
+  slot->in_use = false;
+  return Status::ok();
+}
+
+}  // namespace megascale::transport

@@ -1,0 +1,57 @@
+// One UCP context and worker per process, shared by every ucx transport, listener and comm in it (UCX tag
+// matching is per worker, so a comm's tags carry its connection id). Sharing matters: the NCCL plugin makes a
+// transport per comm, a context costs milliseconds, and two workers that each hold an endpoint to the other
+// pair them (UCX matches them) so that both directions ride one connection - a ping and its pong share a TCP
+// socket, and its acknowledgements ride the data, as in ucx_perftest. Every call into UCX holds the worker's lock: the NCCL plugin
+// listens from one thread and drives comms from another, and an uncontended lock costs nothing next to a
+// message. UCX reads its own UCX_* knobs (UCX_TLS, UCX_NET_DEVICES) when the context is made.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/spin_lock.h"
+#include "common/status.h"
+
+namespace megascale::transport {
+
+class UcxWorker {
+ public:
+  /// This process's worker, made at the first call (and again in a forked child, which must not use its
+  /// parent's). Throws Error(kUnavailable) when UCX cannot start (no usable transport under UCX_TLS).
+  static std::shared_ptr<UcxWorker> shared();
+
+  UcxWorker();
+  ~UcxWorker();
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+
+  ucp_worker_h worker() const { return worker_; }
+  SpinLock& lock() { return lock_; }
+
+  /// A connection id unique on this worker: the high half of every tag its comm receives (lock held).
+  uint32_t nextConnectionId() { return ++last_connection_id_; }
+
+  /// This worker's address, for peers to connect to (what UCX_TLS allows: shared memory, tcp, RDMA).
+  const std::string& address() const { return address_; }
+
+  /// Closes an endpoint (lock held), waiting up to `flush_timeout` for what is still in flight to arrive when
+  /// `flush` (a send reported done may still be on its way).
+  void closeEndpoint(ucp_ep_h ep, bool flush, std::chrono::milliseconds flush_timeout);
+
+ private:
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  SpinLock lock_;
+  uint32_t last_connection_id_ = 0;
+  std::string address_;
+};
+
+/// "what: UCX status text".
+std::string ucxError(const std::string& what, ucs_status_t status);
+
+}  // namespace megascale::transport
