@@ -13,6 +13,9 @@ packages=(
   iproute2 procps python3
   iperf3                                    # the link-rate baseline of bench/multihost_compare.sh
   libhwloc-dev                              # NIC locality (PCI function, NUMA node) for the NCCL net plugin
+  libucx-dev ucx-utils                      # the ucx transport; ucx_perftest, its baseline
+  libibverbs-dev ibverbs-utils perftest     # the ibverbs transport (headers; libibverbs is opened at run time);
+                                            # ibv_devinfo and ib_*_bw, run against the emulated RoCE device
   libdnnl-dev libopenblas-dev libblis-dev   # GEMM libraries the trainer measures (opened at run time)
   python3-torch python3-numpy               # the trainer's numerics oracle and its PyTorch baseline
   libtorch-dev pybind11-dev python3-dev     # the torch.distributed backend (pytorch/)

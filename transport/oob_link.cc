@@ -106,7 +106,7 @@ bool OobDial::appendReadiness(std::vector<pollfd>& fds) const {
 
 OobLink OobDial::release() { return OobLink(std::move(fd_), 0, "listener " + formatAddress(address_)); }
 
-OobServer::OobServer(const TransportOptions& options) : options_(options) {
+OobServer::OobServer(const TransportOptions& options, std::string owner) : options_(options), owner_(std::move(owner)) {
   std::string host = options.bind_address.empty() ? "127.0.0.1" : options.bind_address;
   fd_ = listenTcp(host, 0, 1024, &bound_);
   setNoDelay(fd_.get());
@@ -153,7 +153,8 @@ bool OobServer::step(Pending& p, const Answer& answer, std::vector<OobAccepted>*
   if (s.isOk() && Clock::now() > p.deadline) s = Status(ErrorCode::kTimeout, "handshake timed out");
   if (s.isOk()) return false;
   // One bad client (wrong secret, hung up, too slow) must not fail the listener for the others.
-  MSC_LOG_WARN("refused a connection from %s: %s", formatAddress(p.from).c_str(), s.message().c_str());
+  MSC_LOG_WARN("%s transport: refused a connection from %s: %s", owner_.c_str(), formatAddress(p.from).c_str(),
+               s.message().c_str());
   return true;
 }
 

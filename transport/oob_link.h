@@ -96,8 +96,8 @@ struct OobAccepted {
 /// The server's side: a listening socket and the handshakes under way on it.
 class OobServer {
  public:
-  /// Throws Error when it cannot listen.
-  explicit OobServer(const TransportOptions& options);
+  /// `owner` names the transport in logs ("ucx"). Throws Error when it cannot listen.
+  OobServer(const TransportOptions& options, std::string owner);
   const sockaddr_in& bound() const { return bound_; }
 
   /// Accepts and moves every handshake. `answer` is called once per authenticated client with its blob and
@@ -124,6 +124,7 @@ class OobServer {
   bool step(Pending& p, const Answer& answer, std::vector<OobAccepted>* ready);
 
   TransportOptions options_;
+  std::string owner_;
   Fd fd_;
   sockaddr_in bound_{};
   std::vector<std::unique_ptr<Pending>> pending_;

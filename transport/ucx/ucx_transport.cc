@@ -24,7 +24,7 @@ std::string encodeAnswer(uint32_t connection_id, const std::string& worker_addre
 class UcxListener : public Listener {
  public:
   UcxListener(std::shared_ptr<UcxWorker> worker, const TransportOptions& options)
-      : worker_(std::move(worker)), server_(options),
+      : worker_(std::move(worker)), server_(options, "ucx"),
         address_(Address::fromString(kAddressPrefix + formatAddress(server_.bound()))) {}
 
   const Address& address() const override { return address_; }
