@@ -32,7 +32,7 @@ UcxSendComm::~UcxSendComm() {
   std::lock_guard<SpinLock> guard(endpoint_->worker().lock());
   // The caller no longer waits for these; UCX frees each when it completes (the close below flushes them).
   slots_.forEachInUse([](Slot& slot) {
-    if (slot.ucx != nullptr) ucp_request_free(slot.ucx);
+    if (slot.ucx != nullptr) ucx().request_free(slot.ucx);
   });
 }
 
@@ -42,7 +42,7 @@ Status UcxSendComm::isend(const void* data, size_t size, uint32_t tag, const Mem
   Slot* slot = slots_.free();
   if (slot == nullptr) return Status::ok();
   ucp_request_param_t param{};
-  ucs_status_ptr_t r = ucp_tag_send_nbx(endpoint_->ep(), data, size, ucxTag(connection_id_, tag), &param);
+  ucs_status_ptr_t r = ucx().tag_send_nbx(endpoint_->ep(), data, size, ucxTag(connection_id_, tag), &param);
   if (UCS_PTR_IS_ERR(r)) {
     return Status(ErrorCode::kPeerLost, ucxError("ucx: " + sendWhat(size, tag) + " " + endpoint_->peer(),
                                                  UCS_PTR_STATUS(r)));
@@ -60,14 +60,14 @@ Status UcxSendComm::test(Request* request, bool* done, size_t* size) {
   *done = false;
   if (slot->ucx != nullptr) {  // else it left when posted: no call into UCX, no lock
     std::lock_guard<SpinLock> guard(endpoint_->worker().lock());
-    ucp_worker_progress(endpoint_->worker().worker());
-    ucs_status_t s = ucp_request_check_status(slot->ucx);
+    ucx().worker_progress(endpoint_->worker().worker());
+    ucs_status_t s = ucx().request_check_status(slot->ucx);
     if (s == UCS_INPROGRESS) {
       if (watch_.alive()) return Status::ok();
       slot->in_use = false;  // the request stays with UCX, freed at the close
       return watch_.lost(sendWhat(slot->size, slot->tag));
     }
-    ucp_request_free(slot->ucx);
+    ucx().request_free(slot->ucx);
     slot->ucx = nullptr;
     if (s != UCS_OK) {
       slot->in_use = false;
@@ -88,8 +88,8 @@ UcxRecvComm::~UcxRecvComm() {
 void UcxRecvComm::cancel(Slot& slot) {
   for (int i = 0; i < slot.posted.n; ++i) {
     if (slot.ucx[i] == nullptr) continue;
-    ucp_request_cancel(worker_->worker(), slot.ucx[i]);
-    ucp_request_free(slot.ucx[i]);
+    ucx().request_cancel(worker_->worker(), slot.ucx[i]);
+    ucx().request_free(slot.ucx[i]);
     slot.ucx[i] = nullptr;
   }
   slot.in_use = false;
@@ -109,7 +109,7 @@ Status UcxRecvComm::irecv(int n, void* const* data, const size_t* sizes, const u
     // the one place UCX reports it for every path (eager, unexpected, rendezvous).
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_->worker(), data[i], sizes[i], ucxTag(connection_id_, tags[i]),
+    ucs_status_ptr_t r = ucx().tag_recv_nbx(worker_->worker(), data[i], sizes[i], ucxTag(connection_id_, tags[i]),
                                           ~ucp_tag_t{0}, &param);
     slot->ucx[i] = UCS_PTR_IS_PTR(r) ? r : nullptr;
     slot->posted.matched[i] = false;
@@ -148,8 +148,8 @@ Status UcxRecvComm::test(Request* request, bool* done, size_t* sizes) {
       ucs_status_t s = UCS_INPROGRESS;
       // A few turns of progress per call: a message that lands meanwhile is seen a caller's loop sooner.
       for (int turn = 0; turn < kProgressTurnsPerTest && s == UCS_INPROGRESS; ++turn) {
-        ucp_worker_progress(worker_->worker());
-        s = ucp_tag_recv_request_test(slot->ucx[i], &info);
+        ucx().worker_progress(worker_->worker());
+        s = ucx().tag_recv_request_test(slot->ucx[i], &info);
       }
       if (s == UCS_INPROGRESS) {
         // Receives wait on the worker, not the endpoint: a dead peer's never complete by themselves.
@@ -157,7 +157,7 @@ Status UcxRecvComm::test(Request* request, bool* done, size_t* sizes) {
         cancel(*slot);
         return watch_.lost("receive from");
       }
-      ucp_request_free(slot->ucx[i]);
+      ucx().request_free(slot->ucx[i]);
       slot->ucx[i] = nullptr;
       Status result = finish(*slot, i, s, info);
       if (!result.isOk()) {

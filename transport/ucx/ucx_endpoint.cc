@@ -13,7 +13,7 @@ UcxEndpoint::UcxEndpoint(std::shared_ptr<UcxWorker> worker, const std::string& w
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(worker_address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-  ucs_status_t s = ucp_ep_create(worker_->worker(), &params, &ep_);
+  ucs_status_t s = ucx().ep_create(worker_->worker(), &params, &ep_);
   if (s != UCS_OK) throw Error(ErrorCode::kPeerLost, ucxError("ucx: connecting to " + peer_ + " (check UCX_TLS)", s));
 }
 

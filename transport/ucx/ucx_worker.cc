@@ -9,7 +9,7 @@
 namespace megascale::transport {
 
 std::string ucxError(const std::string& what, ucs_status_t status) {
-  return what + ": " + ucs_status_string(status);
+  return what + ": " + ucx().status_string(status);
 }
 
 std::shared_ptr<UcxWorker> UcxWorker::shared() {
@@ -27,50 +27,51 @@ std::shared_ptr<UcxWorker> UcxWorker::shared() {
 }
 
 UcxWorker::UcxWorker() {
+  loadUcx();
   ucp_config_t* config = nullptr;
-  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  ucs_status_t s = ucx().config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) throw Error(ErrorCode::kUnavailable, ucxError("ucx: reading UCX_* settings", s));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG;
-  s = ucp_init(&params, config, &context_);
-  ucp_config_release(config);
+  s = ucx().init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
+  ucx().config_release(config);
   if (s != UCS_OK) throw Error(ErrorCode::kUnavailable, ucxError("ucx: no usable transport (check UCX_TLS)", s));
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // any thread, one at a time: our lock
-  s = ucp_worker_create(context_, &worker_params, &worker_);
+  s = ucx().worker_create(context_, &worker_params, &worker_);
   if (s != UCS_OK) {
-    ucp_cleanup(context_);
+    ucx().cleanup(context_);
     throw Error(ErrorCode::kUnavailable, ucxError("ucx: creating a worker", s));
   }
   ucp_address_t* address = nullptr;
   size_t length = 0;
-  s = ucp_worker_get_address(worker_, &address, &length);
+  s = ucx().worker_get_address(worker_, &address, &length);
   if (s != UCS_OK) {
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
+    ucx().worker_destroy(worker_);
+    ucx().cleanup(context_);
     throw Error(ErrorCode::kUnavailable, ucxError("ucx: the worker's address", s));
   }
   address_.assign(reinterpret_cast<const char*>(address), length);
-  ucp_worker_release_address(worker_, address);
+  ucx().worker_release_address(worker_, address);
 }
 
 UcxWorker::~UcxWorker() {
-  ucp_worker_destroy(worker_);
-  ucp_cleanup(context_);
+  ucx().worker_destroy(worker_);
+  ucx().cleanup(context_);
 }
 
 void UcxWorker::closeEndpoint(ucp_ep_h ep, bool flush, std::chrono::milliseconds flush_timeout) {
   // Without UCX's error handling there is no forced close: the close flushes, and one that cannot finish (a dead
   // peer, or one that does not progress) is left to UCX, which releases it when the worker goes.
   ucp_request_param_t param{};
-  ucs_status_ptr_t close = ucp_ep_close_nbx(ep, &param);
+  ucs_status_ptr_t close = ucx().ep_close_nbx(ep, &param);
   Deadline deadline = deadlineAfter(flush ? flush_timeout : std::chrono::milliseconds(0));
-  while (UCS_PTR_IS_PTR(close) && ucp_request_check_status(close) == UCS_INPROGRESS && Clock::now() < deadline) {
-    ucp_worker_progress(worker_);
+  while (UCS_PTR_IS_PTR(close) && ucx().request_check_status(close) == UCS_INPROGRESS && Clock::now() < deadline) {
+    ucx().worker_progress(worker_);
   }
-  if (UCS_PTR_IS_PTR(close)) ucp_request_free(close);
+  if (UCS_PTR_IS_PTR(close)) ucx().request_free(close);
 }
 
 }  // namespace megascale::transport

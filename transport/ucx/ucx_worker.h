@@ -16,6 +16,7 @@
 
 #include "common/spin_lock.h"
 #include "common/status.h"
+#include "transport/ucx/ucx_api.h"
 
 namespace megascale::transport {
 
