@@ -1,0 +1,134 @@
+// Finding the interfaces the emulated NICs sit on, and what a port reports about its link.
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "testbed/roce/emulated.h"
+
+namespace megascale::testbed::roce {
+
+namespace {
+
+// Interface flags, MTU and MAC by ioctl: it answers for the caller's network namespace (sysfs may not).
+bool readInterface(Netdev* n) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  ifreq req{};
+  std::strncpy(req.ifr_name, n->name.c_str(), IFNAMSIZ - 1);
+  if (ioctl(fd, SIOCGIFMTU, &req) == 0) n->mtu = req.ifr_mtu;
+  if (ioctl(fd, SIOCGIFHWADDR, &req) == 0) std::memcpy(n->mac, req.ifr_hwaddr.sa_data, 6);
+  close(fd);
+  n->ifindex = static_cast<int>(if_nametoindex(n->name.c_str()));
+  return n->ifindex > 0;
+}
+
+std::vector<std::string> wantedNames() {
+  std::vector<std::string> names;
+  const char* list = std::getenv("MEGASCALE_EMU_ROCE_NETDEVS");
+  if (list == nullptr) return names;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (!name.empty()) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<Netdev> findNetdevs() {
+  std::vector<std::string> wanted = wantedNames();
+  std::vector<Netdev> found, loopback;
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return found;
+  for (ifaddrs* a = all; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    Netdev n;
+    n.name = a->ifa_name;
+    n.ipv4 = reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr;
+    bool duplicate = false;
+    for (const Netdev& f : found) duplicate = duplicate || f.name == n.name;
+    if (duplicate || !readInterface(&n)) continue;
+    if (!wanted.empty()) {
+      bool chosen = false;
+      for (const std::string& w : wanted) chosen = chosen || w == n.name;
+      if (chosen) found.push_back(n);
+    } else if (a->ifa_flags & IFF_LOOPBACK) {
+      loopback.push_back(n);
+    } else {
+      found.push_back(n);
+    }
+  }
+  freeifaddrs(all);
+  if (wanted.empty() && found.empty()) return loopback;
+  return found;
+}
+
+uint64_t guidFromMac(const uint8_t mac[6], int index) {
+  // EUI-64 from the MAC (ff:fe in the middle, universal/local bit flipped); loopback's zero MAC gets the index.
+  uint8_t g[8] = {static_cast<uint8_t>(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4],
+                  static_cast<uint8_t>(mac[5] + index)};
+  uint64_t guid;
+  std::memcpy(&guid, g, sizeof(guid));
+  return guid;
+}
+
+}  // namespace
+
+const std::vector<EmuDevice*>& emulatedDevices() {
+  static const std::vector<EmuDevice*> devices = [] {
+    std::vector<EmuDevice*> out;
+    int index = 0;
+    for (const Netdev& n : findNetdevs()) {
+      auto* d = new EmuDevice{};  // lives for the process, as a real device list's entries may be kept
+      d->netdev = n;
+      d->guid = guidFromMac(n.mac, index);
+      d->device.node_type = IBV_NODE_CA;
+      d->device.transport_type = IBV_TRANSPORT_IB;  // RoCE reports the IB transport
+      std::snprintf(d->device.name, sizeof(d->device.name), "emroce%d", index);
+      std::snprintf(d->device.dev_name, sizeof(d->device.dev_name), "uverbs%d", index);
+      std::snprintf(d->device.dev_path, sizeof(d->device.dev_path), "/megascale-emulated/uverbs%d", index);
+      std::snprintf(d->device.ibdev_path, sizeof(d->device.ibdev_path), "/megascale-emulated/emroce%d", index);
+      out.push_back(d);
+      ++index;
+    }
+    return out;
+  }();
+  return devices;
+}
+
+ibv_port_state linkState(const Netdev& netdev) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return IBV_PORT_DOWN;
+  ifreq req{};
+  std::strncpy(req.ifr_name, netdev.name.c_str(), IFNAMSIZ - 1);
+  bool up = ioctl(fd, SIOCGIFFLAGS, &req) == 0 && (req.ifr_flags & IFF_UP) && (req.ifr_flags & IFF_RUNNING);
+  close(fd);
+  return up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+}
+
+ibv_gid roceGid(in_addr ipv4) {
+  ibv_gid gid{};
+  gid.raw[10] = 0xff;
+  gid.raw[11] = 0xff;
+  std::memcpy(&gid.raw[12], &ipv4, 4);
+  return gid;
+}
+
+bool gidToIpv4(const ibv_gid& gid, in_addr* ipv4) {
+  static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(gid.raw, prefix, sizeof(prefix)) != 0) return false;
+  std::memcpy(ipv4, &gid.raw[12], 4);
+  return true;
+}
+
+int fail(int error) {
+  errno = error;
+  return error;
+}
+
+}  // namespace megascale::testbed::roce

@@ -1,0 +1,251 @@
+// Protection domains, memory regions, completion channels and queues, and queue pairs with the RC state machine
+// of the InfiniBand specification (which attributes each transition needs; which transitions exist).
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "testbed/roce/emulated.h"
+
+#undef ibv_reg_mr
+
+using namespace megascale::testbed::roce;
+
+namespace {
+
+constexpr int kAccessFlagsKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                  IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING;
+
+uint32_t nextKey(EmuContext* c) {
+  std::lock_guard<std::mutex> guard(c->lock);
+  return c->next_key++;
+}
+
+// Attributes the IB specification requires for each RC transition (o10-2.3 table); others are optional.
+struct Transition {
+  ibv_qp_state from, to;
+  int required;
+};
+constexpr Transition kTransitions[] = {
+    {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS},
+    {IBV_QPS_INIT, IBV_QPS_INIT, 0},
+    {IBV_QPS_INIT, IBV_QPS_RTR,
+     IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+         IBV_QP_MIN_RNR_TIMER},
+    {IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                   IBV_QP_MAX_QP_RD_ATOMIC},
+    {IBV_QPS_RTS, IBV_QPS_RTS, 0},
+    {IBV_QPS_RTS, IBV_QPS_SQD, 0},
+    {IBV_QPS_SQD, IBV_QPS_RTS, 0},
+    {IBV_QPS_SQE, IBV_QPS_RTS, 0},
+};
+
+bool transitionAllowed(ibv_qp_state from, ibv_qp_state to, int mask) {
+  if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) return true;  // from any state
+  for (const Transition& t : kTransitions) {
+    if (t.from == from && t.to == to) return (mask & t.required) == t.required;
+  }
+  return false;
+}
+
+}  // namespace
+
+extern "C" {
+
+ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  auto* p = new EmuPd{};
+  p->pd.context = context;
+  p->pd.handle = nextKey(emu(context));
+  return &p->pd;
+}
+
+int ibv_dealloc_pd(ibv_pd* pd) {
+  delete reinterpret_cast<EmuPd*>(pd);
+  return 0;
+}
+
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  if ((access & ~kAccessFlagsKnown) != 0) return failNull<ibv_mr>(EINVAL);
+  // Remote write or atomics need local write (IB spec o10-35); real NICs refuse the same way.
+  if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
+    return failNull<ibv_mr>(EINVAL);
+  }
+  if (addr == nullptr && length > 0) return failNull<ibv_mr>(EINVAL);
+  auto* m = new EmuMr{};
+  m->mr.context = pd->context;
+  m->mr.pd = pd;
+  m->mr.addr = addr;
+  m->mr.length = length;
+  m->mr.handle = nextKey(emu(pd->context));
+  m->mr.lkey = m->mr.handle;
+  m->mr.rkey = m->mr.handle | 0x80000000u;  // distinct from every lkey: a peer using an lkey is caught
+  m->access = static_cast<int>(access);
+  (void)iova;  // addresses are virtual addresses here (iova == addr), as with ibv_reg_mr
+  return &m->mr;
+}
+
+ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
+}
+
+ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
+  return failNull<ibv_mr>(EOPNOTSUPP);  // no GPU behind the emulated device
+}
+
+int ibv_dereg_mr(ibv_mr* mr) {
+  delete reinterpret_cast<EmuMr*>(mr);
+  return 0;
+}
+
+ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+  auto* ch = new ibv_comp_channel{};
+  ch->context = context;
+  ch->fd = fds[0];
+  ch->refcnt = fds[1];  // the write end, kept where the caller never looks (refcnt is unused otherwise here)
+  return ch;
+}
+
+int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
+  close(channel->fd);
+  close(channel->refcnt);
+  delete channel;
+  return 0;
+}
+
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int) {
+  if (cqe < 1 || cqe > 65536) return failNull<ibv_cq>(EINVAL);
+  auto* q = new EmuCq{};
+  q->cq.context = context;
+  q->cq.channel = channel;
+  q->cq.cq_context = cq_context;
+  q->cq.cqe = cqe;
+  q->cq.handle = nextKey(emu(context));
+  pthread_mutex_init(&q->cq.mutex, nullptr);
+  pthread_cond_init(&q->cq.cond, nullptr);
+  return &q->cq;
+}
+
+int ibv_destroy_cq(ibv_cq* cq) {
+  auto* q = reinterpret_cast<EmuCq*>(cq);
+  pthread_mutex_destroy(&q->cq.mutex);
+  pthread_cond_destroy(&q->cq.cond);
+  delete q;
+  return 0;
+}
+
+int ibv_resize_cq(ibv_cq* cq, int cqe) {
+  if (cqe < 1 || cqe > 65536) return fail(EINVAL);
+  cq->cqe = cqe;
+  return 0;
+}
+
+int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+  ibv_cq* fired = nullptr;
+  ssize_t n = read(channel->fd, &fired, sizeof(fired));
+  if (n != static_cast<ssize_t>(sizeof(fired))) return -1;
+  *cq = fired;
+  *cq_context = fired->cq_context;
+  return 0;
+}
+
+void ibv_ack_cq_events(ibv_cq*, unsigned int) {}
+
+ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
+  if (init->qp_type != IBV_QPT_RC) return failNull<ibv_qp>(EOPNOTSUPP);  // RC is what the emulation implements
+  if (init->send_cq == nullptr || init->recv_cq == nullptr || init->srq != nullptr) return failNull<ibv_qp>(EINVAL);
+  if (init->cap.max_send_wr > 4096 || init->cap.max_recv_wr > 4096 || init->cap.max_send_sge > 16 ||
+      init->cap.max_recv_sge > 16) {
+    return failNull<ibv_qp>(EINVAL);
+  }
+  EmuContext* c = emu(pd->context);
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return nullptr;
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_addr = c->device->netdev.ipv4;
+  socklen_t len = sizeof(local);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    int e = errno;
+    close(fd);
+    return failNull<ibv_qp>(e);
+  }
+  auto* q = new EmuQp{};
+  q->fd = fd;
+  q->cap = init->cap;
+  q->qp.context = pd->context;
+  q->qp.qp_context = init->qp_context;
+  q->qp.pd = pd;
+  q->qp.send_cq = init->send_cq;
+  q->qp.recv_cq = init->recv_cq;
+  q->qp.qp_type = IBV_QPT_RC;
+  q->qp.state = IBV_QPS_RESET;
+  q->qp.handle = nextKey(c);
+  q->qp.qp_num = (uint32_t{ntohs(local.sin_port)} << 8) | (q->qp.handle & 0xff);
+  pthread_mutex_init(&q->qp.mutex, nullptr);
+  pthread_cond_init(&q->qp.cond, nullptr);
+  q->attr.qp_state = IBV_QPS_RESET;
+  return &q->qp;
+}
+
+int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+  auto* q = reinterpret_cast<EmuQp*>(qp);
+  const ibv_qp_state from = qp->state;
+  const ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
+  if (!transitionAllowed(from, to, mask)) return fail(EINVAL);
+  if ((mask & IBV_QP_PORT) && attr->port_num != 1) return fail(EINVAL);
+  if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~kAccessFlagsKnown)) return fail(EINVAL);
+  if ((mask & IBV_QP_AV) && attr->ah_attr.is_global && attr->ah_attr.grh.sgid_index != 0) return fail(EINVAL);
+  if ((mask & IBV_QP_AV) && !attr->ah_attr.is_global) return fail(EINVAL);  // RoCE needs the GRH (the GID)
+  if ((mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7) return fail(EINVAL);
+  if ((mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7) return fail(EINVAL);
+  if ((mask & IBV_QP_TIMEOUT) && attr->timeout > 31) return fail(EINVAL);
+  if (mask & IBV_QP_CUR_STATE) q->attr.cur_qp_state = attr->cur_qp_state;
+  if (mask & IBV_QP_ACCESS_FLAGS) q->attr.qp_access_flags = attr->qp_access_flags;
+  if (mask & IBV_QP_PKEY_INDEX) q->attr.pkey_index = attr->pkey_index;
+  if (mask & IBV_QP_PORT) q->attr.port_num = attr->port_num;
+  if (mask & IBV_QP_AV) q->attr.ah_attr = attr->ah_attr;
+  if (mask & IBV_QP_PATH_MTU) q->attr.path_mtu = attr->path_mtu;
+  if (mask & IBV_QP_TIMEOUT) q->attr.timeout = attr->timeout;
+  if (mask & IBV_QP_RETRY_CNT) q->attr.retry_cnt = attr->retry_cnt;
+  if (mask & IBV_QP_RNR_RETRY) q->attr.rnr_retry = attr->rnr_retry;
+  if (mask & IBV_QP_RQ_PSN) q->attr.rq_psn = attr->rq_psn & 0xffffff;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) q->attr.max_rd_atomic = attr->max_rd_atomic;
+  if (mask & IBV_QP_MIN_RNR_TIMER) q->attr.min_rnr_timer = attr->min_rnr_timer;
+  if (mask & IBV_QP_SQ_PSN) q->attr.sq_psn = attr->sq_psn & 0xffffff;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) q->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  if (mask & IBV_QP_DEST_QPN) q->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
+  q->attr.qp_state = to;
+  q->attr_mask |= mask;
+  qp->state = to;
+  return 0;
+}
+
+int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
+  auto* q = reinterpret_cast<EmuQp*>(qp);
+  *attr = q->attr;
+  attr->qp_state = qp->state;
+  attr->cap = q->cap;
+  std::memset(init, 0, sizeof(*init));
+  init->qp_context = qp->qp_context;
+  init->send_cq = qp->send_cq;
+  init->recv_cq = qp->recv_cq;
+  init->cap = q->cap;
+  init->qp_type = qp->qp_type;
+  return 0;
+}
+
+int ibv_destroy_qp(ibv_qp* qp) {
+  auto* q = reinterpret_cast<EmuQp*>(qp);
+  close(q->fd);
+  pthread_mutex_destroy(&q->qp.mutex);
+  pthread_cond_destroy(&q->qp.cond);
+  delete q;
+  return 0;
+}
+
+}  // extern "C"
