@@ -8,10 +8,14 @@
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace megascale::testbed::roce {
@@ -42,11 +46,22 @@ ibv_gid roceGid(in_addr ipv4);
 /// The IPv4 address inside a RoCEv2 GID; false for a GID that is not IPv4-mapped.
 bool gidToIpv4(const ibv_gid& gid, in_addr* ipv4);
 
+struct EmuMr;
+struct EmuQp;
+
+/// An open device: its objects, and the thread that plays the NIC (every packet in and out, every timer).
+/// `lock` guards the objects; the NIC thread holds it while it works, verbs calls while they change them.
 struct EmuContext {
   ibv_context context;  // first
   EmuDevice* device;
   std::mutex lock;
-  uint32_t next_key = 0x100;  // lkeys and rkeys
+  uint32_t next_key = 0x100;                        // handles; an MR's lkey is its handle, its rkey handle | 2^31
+  std::unordered_map<uint32_t, EmuMr*> mrs;         // by handle
+  std::unordered_map<uint32_t, EmuQp*> qps;         // by queue pair number
+  int epoll_fd = -1;
+  int doorbell_fd = -1;                             // eventfd: work was posted, or the thread must stop
+  std::atomic<bool> stopping{false};
+  std::thread nic;
 };
 
 struct EmuPd {
@@ -58,6 +73,16 @@ struct EmuMr {
   int access;
 };
 
+/// The NIC thread: started when a device is opened, stopped when it is closed.
+void startNic(EmuContext* c);
+void stopNic(EmuContext* c);
+/// Called (lock held) when a QP was created, changed state or got work: wakes the NIC thread.
+void ringDoorbell(EmuContext* c);
+/// Moves a QP to ERR (lock held): every WQE still queued completes with IBV_WC_WR_FLUSH_ERR.
+void flushQp(EmuQp* q);
+/// Adds a completion to a CQ and signals its channel if it was armed.
+void complete(ibv_cq* cq, const ibv_wc& wc);
+
 struct EmuCq {
   ibv_cq cq;  // first
   std::mutex lock;
@@ -65,15 +90,61 @@ struct EmuCq {
   bool armed = false;           // ibv_req_notify_cq was called: the next completion signals the channel
 };
 
+struct Sge {
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+};
+
+struct SendWqe {
+  uint64_t wr_id;
+  ibv_wr_opcode opcode;
+  bool signaled;
+  uint32_t imm;
+  uint64_t remote_addr;
+  uint32_t rkey;
+  std::vector<Sge> sges;
+  uint64_t length;
+  bool numbered = false;  // has its PSNs: [first_psn, first_psn + packets)
+  uint32_t first_psn = 0;
+  uint32_t packets = 0;
+};
+
+struct RecvWqe {
+  uint64_t wr_id;
+  std::vector<Sge> sges;
+};
+
 /// A queue pair. Its number carries its UDP port (qp_num = port << 8 | a per-port counter), so a peer reaches
 /// it at (the IPv4 address in the GID, qp_num >> 8) with no table to consult; each queue pair has its own
 /// port, so several of them between two hosts spread over ECMP paths as distinct UDP flows.
 struct EmuQp {
   ibv_qp qp;  // first
-  int fd = -1;  // its UDP socket
+  int fd = -1;  // its UDP socket, connected to the peer's once in RTR
   ibv_qp_attr attr{};  // what modify_qp set so far
-  int attr_mask = 0;   // which of attr's fields were ever set
   ibv_qp_cap cap{};
+  bool sq_sig_all = false;
+  uint32_t mtu = 1024;
+
+  // Requester: go-back-N over PSNs. send_queue holds every WQE not yet completed, oldest first.
+  std::deque<SendWqe> send_queue;
+  uint32_t next_psn = 0;  // the next PSN a new WQE gets
+  uint32_t una_psn = 0;   // the oldest PSN not acknowledged
+  uint32_t tx_psn = 0;    // the next PSN to transmit (goes back to una_psn on a timeout or a sequence NAK)
+  int retries = 0;        // timeouts in a row without progress
+  int rnr_retries = 0;
+  std::chrono::steady_clock::time_point deadline{};  // retransmission (or the end of an RNR wait)
+  bool rnr_waiting = false;
+
+  // Responder.
+  std::deque<RecvWqe> recv_queue;
+  uint32_t epsn = 0;         // the PSN expected next
+  bool nak_sent = false;     // a sequence NAK for epsn went out; not again until epsn moves
+  bool in_message = false;   // a multi-packet SEND or WRITE is under way
+  uint64_t message_offset = 0;
+  uint64_t write_addr = 0;   // WRITE: where the next payload byte goes
+  uint64_t write_end = 0;
+  bool length_error = false;  // SEND: the message overflowed the receive buffer
 };
 
 /// Points the context's data-path operations (post, poll, notify) at the emulation.

@@ -72,11 +72,13 @@ ibv_context* ibv_open_device(ibv_device* device) {
   pthread_mutex_init(&c->context.mutex, nullptr);
   c->context.abi_compat = nullptr;  // not an extended context: the inline helpers use the exported calls
   installDataPathOps(&c->context.ops);
+  startNic(c);
   return &c->context;
 }
 
 int ibv_close_device(ibv_context* context) {
   EmuContext* c = emu(context);
+  stopNic(c);
   if (c->context.async_fd >= 0) close(c->context.async_fd);
   pthread_mutex_destroy(&c->context.mutex);
   delete c;

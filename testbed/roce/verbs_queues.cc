@@ -31,15 +31,64 @@ int reqNotifyCq(ibv_cq* cq, int) {
   return 0;
 }
 
-// The RC engine (UDP packets, PSNs, acknowledgements, retransmission) is the next step of the emulation.
-int postSend(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad) {
-  *bad = wr;
-  return ENOSYS;
+std::vector<Sge> copySges(const ibv_sge* list, int n) {
+  std::vector<Sge> out;
+  for (int i = 0; i < n; ++i) out.push_back(Sge{list[i].addr, list[i].length, list[i].lkey});
+  return out;
 }
 
-int postRecv(ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
-  *bad = wr;
-  return ENOSYS;
+bool supported(ibv_wr_opcode op) {
+  return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
+         op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ;
+}
+
+// Work requests are checked and copied here; the NIC thread moves them. Errors reject the WR at *bad, as
+// ibv_post_send(3) says: a QP not in RTS, too many entries, an opcode the device lacks, a full queue.
+int postSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  auto* q = reinterpret_cast<EmuQp*>(qp);
+  EmuContext* c = emu(qp->context);
+  std::lock_guard<std::mutex> guard(c->lock);
+  for (; wr != nullptr; wr = wr->next) {
+    int error = 0;
+    if (qp->state != IBV_QPS_RTS) error = EINVAL;
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > q->cap.max_send_sge) error = EINVAL;
+    if (!supported(wr->opcode)) error = EOPNOTSUPP;
+    if (q->send_queue.size() >= q->cap.max_send_wr) error = ENOMEM;
+    if (error != 0) {
+      *bad = wr;
+      return error;
+    }
+    SendWqe w{};
+    w.wr_id = wr->wr_id;
+    w.opcode = wr->opcode;
+    w.signaled = (wr->send_flags & IBV_SEND_SIGNALED) || q->sq_sig_all;
+    w.imm = wr->imm_data;
+    w.remote_addr = wr->wr.rdma.remote_addr;
+    w.rkey = wr->wr.rdma.rkey;
+    w.sges = copySges(wr->sg_list, wr->num_sge);
+    for (const Sge& s : w.sges) w.length += s.length;
+    q->send_queue.push_back(std::move(w));
+  }
+  ringDoorbell(c);
+  return 0;
+}
+
+int postRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  auto* q = reinterpret_cast<EmuQp*>(qp);
+  EmuContext* c = emu(qp->context);
+  std::lock_guard<std::mutex> guard(c->lock);
+  for (; wr != nullptr; wr = wr->next) {
+    int error = 0;
+    if (qp->state == IBV_QPS_RESET) error = EINVAL;
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > q->cap.max_recv_sge) error = EINVAL;
+    if (q->recv_queue.size() >= q->cap.max_recv_wr) error = ENOMEM;
+    if (error != 0) {
+      *bad = wr;
+      return error;
+    }
+    q->recv_queue.push_back(RecvWqe{wr->wr_id, copySges(wr->sg_list, wr->num_sge)});
+  }
+  return 0;
 }
 
 int postSrqRecv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {

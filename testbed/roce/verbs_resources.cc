@@ -1,6 +1,8 @@
 // Protection domains, memory regions, completion channels and queues, and queue pairs with the RC state machine
 // of the InfiniBand specification (which attributes each transition needs; which transitions exist).
 #include <fcntl.h>
+#include <netinet/ip.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -83,6 +85,9 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
   m->mr.rkey = m->mr.handle | 0x80000000u;  // distinct from every lkey: a peer using an lkey is caught
   m->access = static_cast<int>(access);
   (void)iova;  // addresses are virtual addresses here (iova == addr), as with ibv_reg_mr
+  EmuContext* c = emu(pd->context);
+  std::lock_guard<std::mutex> guard(c->lock);
+  c->mrs[m->mr.handle] = m;
   return &m->mr;
 }
 
@@ -95,6 +100,11 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {
+  EmuContext* c = emu(mr->context);
+  {
+    std::lock_guard<std::mutex> guard(c->lock);
+    c->mrs.erase(mr->handle);
+  }
   delete reinterpret_cast<EmuMr*>(mr);
   return 0;
 }
@@ -174,9 +184,19 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
     close(fd);
     return failNull<ibv_qp>(e);
   }
+  // Room for a whole window of datagrams: an overflowing socket buffer is a lossy wire, and every loss costs a
+  // retransmission timeout. (FORCE passes net.core.rmem_max for root; others get what the limit allows.)
+  const int buffer_bytes = 8 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
+  }
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
+  }
   auto* q = new EmuQp{};
   q->fd = fd;
   q->cap = init->cap;
+  q->sq_sig_all = init->sq_sig_all != 0;
   q->qp.context = pd->context;
   q->qp.qp_context = init->qp_context;
   q->qp.pd = pd;
@@ -189,11 +209,19 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   pthread_mutex_init(&q->qp.mutex, nullptr);
   pthread_cond_init(&q->qp.cond, nullptr);
   q->attr.qp_state = IBV_QPS_RESET;
+  std::lock_guard<std::mutex> guard(c->lock);
+  c->qps[q->qp.qp_num] = q;
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.u32 = q->qp.qp_num;
+  epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &e);
   return &q->qp;
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   auto* q = reinterpret_cast<EmuQp*>(qp);
+  EmuContext* c = emu(qp->context);
+  std::lock_guard<std::mutex> guard(c->lock);
   const ibv_qp_state from = qp->state;
   const ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
   if (!transitionAllowed(from, to, mask)) return fail(EINVAL);
@@ -219,14 +247,33 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (mask & IBV_QP_SQ_PSN) q->attr.sq_psn = attr->sq_psn & 0xffffff;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) q->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   if (mask & IBV_QP_DEST_QPN) q->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
+  if (from != IBV_QPS_RTR && to == IBV_QPS_RTR) {
+    // The peer's UDP endpoint: the IPv4 address in its GID, the port in its queue pair number.
+    sockaddr_in peer{};
+    peer.sin_family = AF_INET;
+    if (!gidToIpv4(q->attr.ah_attr.grh.dgid, &peer.sin_addr)) return fail(EINVAL);
+    peer.sin_port = htons(static_cast<uint16_t>(q->attr.dest_qp_num >> 8));
+    if (connect(q->fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) return fail(errno);
+    const int tos = q->attr.ah_attr.grh.traffic_class;  // DSCP << 2 | ECN, as RoCEv2 NICs mark it
+    setsockopt(q->fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    q->mtu = 128u << q->attr.path_mtu;
+    q->epsn = q->attr.rq_psn;
+  }
+  if (from != IBV_QPS_RTS && to == IBV_QPS_RTS) q->next_psn = q->una_psn = q->tx_psn = q->attr.sq_psn;
   q->attr.qp_state = to;
-  q->attr_mask |= mask;
   qp->state = to;
+  if (to == IBV_QPS_ERR) flushQp(q);
+  if (to == IBV_QPS_RESET) {
+    q->send_queue.clear();
+    q->recv_queue.clear();
+  }
+  ringDoorbell(c);
   return 0;
 }
 
 int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   auto* q = reinterpret_cast<EmuQp*>(qp);
+  std::lock_guard<std::mutex> guard(emu(qp->context)->lock);
   *attr = q->attr;
   attr->qp_state = qp->state;
   attr->cap = q->cap;
@@ -241,6 +288,12 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
 
 int ibv_destroy_qp(ibv_qp* qp) {
   auto* q = reinterpret_cast<EmuQp*>(qp);
+  EmuContext* c = emu(qp->context);
+  {
+    std::lock_guard<std::mutex> guard(c->lock);
+    c->qps.erase(qp->qp_num);
+    epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, q->fd, nullptr);
+  }
   close(q->fd);
   pthread_mutex_destroy(&q->qp.mutex);
   pthread_cond_destroy(&q->qp.cond);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# perftest's ib_send_bw, ib_write_bw and ib_read_bw (Debian's perftest, not ours) complete RC runs between two
+# processes on the emulated RoCE device, over loopback: both ends exit 0 and report a bandwidth.
+#   perftest_test.sh <dir of the emulated libibverbs.so.1>
+set -euo pipefail
+export LD_LIBRARY_PATH=$1
+export MEGASCALE_EMU_ROCE_NETDEVS=lo
+for tool in ib_send_bw ib_write_bw ib_read_bw; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (apt install perftest)"; exit 77; }
+done
+port=$((20000 + RANDOM % 20000))
+status=0
+for tool in ib_send_bw ib_write_bw ib_read_bw; do
+  port=$((port + 1))
+  server_log=$(mktemp)
+  timeout 60 "$tool" -d emroce0 -x 0 -n 300 -p "$port" >"$server_log" 2>&1 &
+  server=$!
+  client_out=""
+  for _ in $(seq 50); do  # until the server listens
+    sleep 0.1
+    if client_out=$(timeout 60 "$tool" -d emroce0 -x 0 -n 300 -p "$port" 127.0.0.1 2>&1); then break; fi
+    client_out=""
+  done
+  if ! wait "$server"; then
+    echo "FAIL: $tool server:"; cat "$server_log"; status=1
+  elif ! grep -Eq '^ 65536 +300 ' <<<"$client_out"; then
+    echo "FAIL: $tool client:"; echo "$client_out"; status=1
+  else
+    echo "ok: $tool $(grep -E '^ 65536 +300 ' <<<"$client_out" | awk '{print $4 " MB/s average"}')"
+  fi
+  rm -f "$server_log"
+done
+exit "$status"
