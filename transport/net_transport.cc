@@ -1,8 +1,36 @@
 #include "transport/net_transport.h"
 
 #include "common/config.h"
+#include "transport/ibverbs/verbs_timeouts.h"
 
 namespace megascale::transport {
+
+namespace {
+
+int64_t intIn(const char* knob, int64_t low, int64_t high) {
+  const int64_t v = config::getInt(knob);
+  if (v < low || v > high) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(knob) + "=" + std::to_string(v) + ": must be " +
+                                                 std::to_string(low) + ".." + std::to_string(high));
+  }
+  return v;
+}
+
+void readIbOptions(TransportOptions* o) {
+  o->ib_hca = config::getString("MEGASCALE_IB_HCA");
+  o->ib_gid_index = static_cast<int>(intIn("MEGASCALE_IB_GID_INDEX", -1, 255));
+  o->ib_qps_per_connection = static_cast<int>(intIn("MEGASCALE_IB_QPS_PER_CONNECTION", 1, 16));
+  o->ib_traffic_class = static_cast<int>(intIn("MEGASCALE_IB_TC", -1, 255));
+  o->ib_service_level = static_cast<int>(intIn("MEGASCALE_IB_SL", 0, 15));
+  o->ib_retry_cnt = static_cast<int>(intIn("MEGASCALE_IB_RETRY_CNT", 0, 7));
+  const int64_t flap_ms = intIn("MEGASCALE_IB_FLAP_MS", 1, int64_t{1} << 40);
+  o->ib_timeout = static_cast<int>(intIn("MEGASCALE_IB_TIMEOUT", -1, 31));
+  if (o->ib_timeout < 0) {
+    o->ib_timeout = verbsRetryFor(flap_ms * congestion::kMillisecond, static_cast<uint8_t>(o->ib_retry_cnt)).timeout;
+  }
+}
+
+}  // namespace
 
 TransportOptions transportOptionsFromConfig() {
   TransportOptions o;
@@ -18,6 +46,7 @@ TransportOptions transportOptionsFromConfig() {
   o.bind_address = config::getString("MEGASCALE_TCP_IFADDR");
   o.handshake_timeout_ms = static_cast<int>(config::timeout().count());
   o.dead_peer_timeout_ms = o.handshake_timeout_ms;  // a cut link or dead host fails transfers, never hangs them
+  readIbOptions(&o);
   return o;
 }
 

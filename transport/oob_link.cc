@@ -28,6 +28,24 @@ bool OobLink::peerGone() const {
   return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+namespace {
+constexpr std::chrono::milliseconds kLivenessCheckPeriod{20};
+}  // namespace
+
+bool PeerWatch::alive() {
+  if (gone_) return false;
+  if (++calls_ % kCallsPerClockRead != 0) return true;
+  Clock::time_point now = Clock::now();
+  if (now < next_check_) return true;
+  next_check_ = now + kLivenessCheckPeriod;
+  gone_ = link_.peerGone();
+  return !gone_;
+}
+
+Status PeerWatch::lost(const std::string& what) const {
+  return Status(ErrorCode::kPeerLost, what + " " + link_.peer() + ": the peer closed its connection or died");
+}
+
 void BlobIo::startSend(std::string blob) {
   sending_ = true;
   blob_ = std::move(blob);

@@ -40,6 +40,25 @@ class OobLink {
   std::string peer_;
 };
 
+/// Whether the peer's setup socket is still open. A waiting test() asks often, so the answer is the kernel's
+/// only every kCallsPerClockRead calls and kLivenessCheckPeriod: a syscall, or even a clock read, on every call
+/// would cost more than a shared-memory message.
+class PeerWatch {
+ public:
+  explicit PeerWatch(OobLink link) : link_(std::move(link)) {}
+  bool alive();
+  /// kPeerLost naming the peer and the operation that found it gone.
+  Status lost(const std::string& what) const;
+  const OobLink& link() const { return link_; }
+
+ private:
+  static constexpr unsigned kCallsPerClockRead = 256;
+  OobLink link_;
+  unsigned calls_ = 0;
+  bool gone_ = false;
+  Clock::time_point next_check_{};
+};
+
 /// One framed blob in or out over a non-blocking socket, in as many calls as it takes.
 class BlobIo {
  public:

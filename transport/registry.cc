@@ -2,6 +2,9 @@
 
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
+#ifdef MEGASCALE_WITH_IBVERBS
+#include "transport/ibverbs/ib_transport.h"
+#endif
 #ifdef MEGASCALE_WITH_UCX
 #include "transport/ucx/ucx_transport.h"
 #endif
@@ -46,7 +49,11 @@ const TransportInfo& builtRow(const std::string& name, const char* knob_text) {
 const std::vector<TransportInfo>& transportRegistry() {
   static const std::vector<TransportInfo> rows = {
       {"shm", true, nullptr, make<ShmTransport>, always},
-      {"ibverbs", false, "it needs rdma-core and an RDMA NIC; not written yet", nullptr},
+#ifdef MEGASCALE_WITH_IBVERBS
+      {"ibverbs", false, nullptr, make<IbTransport>},
+#else
+      {"ibverbs", false, "it needs libibverbs-dev at build time", nullptr},
+#endif
 #ifdef MEGASCALE_WITH_UCX
       {"ucx", false, nullptr, make<UcxTransport>},
 #else
@@ -58,8 +65,9 @@ const std::vector<TransportInfo>& transportRegistry() {
 }
 
 const TransportInfo* findTransport(const std::string& name) {
+  const std::string wanted = name == "ib" ? "ibverbs" : name;  // NCCL's name for it
   for (const TransportInfo& t : transportRegistry()) {
-    if (name == t.name) return &t;
+    if (wanted == t.name) return &t;
   }
   return nullptr;
 }

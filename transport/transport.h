@@ -49,6 +49,7 @@ struct MemoryRegion {
   void* base = nullptr;
   size_t size = 0;
   PointerKind kind = kHostPointer;
+  void* handle = nullptr;  // the transport's own registration (ibverbs: the ibv_mr), if it makes one
 };
 
 /// Opaque to callers; owned by its comm and valid until test() reports it done.
@@ -135,6 +136,8 @@ class Transport {
   /// Starts connecting to a listener's address; local_id is what the other side's remoteId() returns.
   virtual std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) = 0;
   virtual Status registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr);
+  /// Undoes registerMemory (the region must have no transfer in flight).
+  virtual void deregisterMemory(MemoryRegion* mr) { mr->handle = nullptr; }
   /// Whether connect(address) can work: the address is one of this transport's ("name:...") and the peer is
   /// within reach (a same-host transport checks that the peer shares this host).
   bool canConnect(const Address& address) const;
@@ -159,6 +162,15 @@ struct TransportOptions {
   int handshake_timeout_ms = 30000;
   int traffic_class = -1;        // tcp: IP_TOS (DSCP << 2) on every socket; -1 leaves the system default
   int dead_peer_timeout_ms = 0;  // tcp: a peer silent this long is lost (TCP_USER_TIMEOUT, keepalive); 0: system's
+  // ibverbs (MEGASCALE_IB_*): which device and GID, queue pairs per connection, the GRH's traffic class and
+  // service level, and the retransmission timeout and retry count (4.096 us x 2^timeout a try).
+  std::string ib_hca;
+  int ib_gid_index = -1;
+  int ib_qps_per_connection = 2;
+  int ib_traffic_class = 0;
+  int ib_service_level = 0;
+  int ib_timeout = 19;
+  int ib_retry_cnt = 7;
 };
 
 

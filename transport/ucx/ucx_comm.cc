@@ -8,24 +8,9 @@ std::string sendWhat(size_t size, uint32_t tag) {
   return "send of " + std::to_string(size) + " bytes (tag " + std::to_string(tag) + ") to";
 }
 
-constexpr std::chrono::milliseconds kLivenessCheckPeriod{20};
 constexpr int kProgressTurnsPerTest = 8;
 
 }  // namespace
-
-bool PeerWatch::alive() {
-  if (gone_) return false;
-  if (++calls_ % kCallsPerClockRead != 0) return true;
-  Clock::time_point now = Clock::now();
-  if (now < next_check_) return true;
-  next_check_ = now + kLivenessCheckPeriod;
-  gone_ = link_.peerGone();
-  return !gone_;
-}
-
-Status PeerWatch::lost(const std::string& what) const {
-  return Status(ErrorCode::kPeerLost, "ucx: " + what + " " + link_.peer() + ": the peer closed its connection or died");
-}
 
 UcxSendComm::~UcxSendComm() {
   if (watch_.link().peerGone()) endpoint_->peerGone();
@@ -65,7 +50,7 @@ Status UcxSendComm::test(Request* request, bool* done, size_t* size) {
     if (s == UCS_INPROGRESS) {
       if (watch_.alive()) return Status::ok();
       slot->in_use = false;  // the request stays with UCX, freed at the close
-      return watch_.lost(sendWhat(slot->size, slot->tag));
+      return watch_.lost("ucx: " + sendWhat(slot->size, slot->tag));
     }
     ucx().request_free(slot->ucx);
     slot->ucx = nullptr;
@@ -155,7 +140,7 @@ Status UcxRecvComm::test(Request* request, bool* done, size_t* sizes) {
         // Receives wait on the worker, not the endpoint: a dead peer's never complete by themselves.
         if (watch_.alive()) return Status::ok();
         cancel(*slot);
-        return watch_.lost("receive from");
+        return watch_.lost("ucx: receive from");
       }
       ucx().request_free(slot->ucx[i]);
       slot->ucx[i] = nullptr;

@@ -20,25 +20,6 @@ inline ucp_tag_t ucxTag(uint32_t connection_id, uint32_t tag) {
   return (static_cast<ucp_tag_t>(connection_id) << 32) | tag;
 }
 
-/// Whether the peer's setup socket is still open. A waiting test() asks often, so the answer is the kernel's
-/// only every kCallsPerClockRead calls and kLivenessCheckPeriod: a syscall, or even a clock read, on every call
-/// would cost more than a shared-memory message.
-class PeerWatch {
- public:
-  explicit PeerWatch(OobLink link) : link_(std::move(link)) {}
-  bool alive();
-  /// kPeerLost naming the peer and the operation that found it gone.
-  Status lost(const std::string& what) const;
-  const OobLink& link() const { return link_; }
-
- private:
-  static constexpr unsigned kCallsPerClockRead = 256;
-  OobLink link_;
-  unsigned calls_ = 0;
-  bool gone_ = false;
-  Clock::time_point next_check_{};
-};
-
 class UcxSendComm : public SendComm {
  public:
   UcxSendComm(std::unique_ptr<UcxEndpoint> endpoint, uint32_t connection_id, OobLink link)

@@ -1,6 +1,8 @@
-#include "congestion/verbs_timeouts.h"
+#include "transport/ibverbs/verbs_timeouts.h"
 
-namespace megascale::congestion {
+namespace megascale::transport {
+
+using congestion::kNanosecond;
 
 namespace {
 constexpr Picoseconds kAckTimeoutUnit = 4096 * kNanosecond;  // 4.096 us
@@ -16,9 +18,9 @@ Picoseconds verbsGiveUpAfter(const VerbsRetry& retry) {
   return each == kNever ? kNever : each * (retry.retry_cnt + 1);
 }
 
-VerbsRetry verbsRetryFor(Picoseconds ride_through) {
+VerbsRetry verbsRetryFor(Picoseconds ride_through, uint8_t retry_cnt) {
   VerbsRetry r;
-  r.retry_cnt = 7;
+  r.retry_cnt = retry_cnt;
   for (int t = 1; t <= 31; ++t) {
     r.timeout = static_cast<uint8_t>(t);
     if (verbsGiveUpAfter(r) >= ride_through) break;
@@ -26,4 +28,4 @@ VerbsRetry verbsRetryFor(Picoseconds ride_through) {
   return r;
 }
 
-}  // namespace megascale::congestion
+}  // namespace megascale::transport

@@ -1,0 +1,523 @@
+#include "transport/ibverbs/ib_comm.h"
+
+#include <arpa/inet.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace megascale::transport {
+
+namespace {
+
+constexpr uint64_t kCtsReceive = uint64_t{1} << 40;  // wr_id of a CTS receive (| its ring index)
+constexpr uint64_t kCtsSend = uint64_t{2} << 40;     // wr_id of a CTS send (| its slot)
+constexpr uint64_t kZeroReceive = uint64_t{4} << 40;  // wr_id of a receive without a buffer (queue pairs 1..)
+
+const VerbsApi& api(const IbQpSet& q) { return q.device().api(); }
+
+int postSend(ibv_qp* qp, ibv_send_wr* wr) {
+  ibv_send_wr* bad = nullptr;
+  return qp->context->ops.post_send(qp, wr, &bad);
+}
+
+int postRecv(ibv_qp* qp, ibv_recv_wr* wr) {
+  ibv_recv_wr* bad = nullptr;
+  return qp->context->ops.post_recv(qp, wr, &bad);
+}
+
+template <typename T, size_t N>
+void registerArray(IbDevice& device, RegisteredArray<T, N>* array) {
+  Status s = TransferRegistration::make(device, array->items.data(), sizeof(array->items), nullptr,
+                                        &array->registration);
+  if (!s.isOk()) throw Error(s.code(), s.message());
+}
+
+}  // namespace
+
+TransferRegistration& TransferRegistration::operator=(TransferRegistration&& o) noexcept {
+  if (this != &o) {
+    reset();
+    device_ = o.device_;
+    mr_ = o.mr_;
+    owned_ = o.owned_;
+    o.mr_ = nullptr;
+  }
+  return *this;
+}
+
+Status TransferRegistration::make(IbDevice& device, void* data, size_t size, const MemoryRegion* given,
+                                  TransferRegistration* out) {
+  if (given != nullptr && given->handle != nullptr) {
+    *out = TransferRegistration(&device, static_cast<ibv_mr*>(given->handle), false);
+    return Status::ok();
+  }
+  std::lock_guard<std::mutex> guard(device.registrationLock());
+  ibv_mr* mr = device.api().reg_mr(device.pd(), data, std::max<size_t>(size, 1),
+                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  if (mr == nullptr) {
+    return Status(ErrorCode::kSystem, "ibverbs: registering " + std::to_string(size) + " bytes on " + device.name() +
+                                          " failed: " + errnoText(errno));
+  }
+  *out = TransferRegistration(&device, mr, true);
+  return Status::ok();
+}
+
+void TransferRegistration::reset() {
+  if (mr_ != nullptr && owned_) {
+    std::lock_guard<std::mutex> guard(device_->registrationLock());
+    device_->api().dereg_mr(mr_);
+  }
+  mr_ = nullptr;
+}
+
+Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& what, const std::string& peer) {
+  std::string text = "ibverbs: " + what + " " + peer + " on " + qps.device().name() + " (qp " +
+                     std::to_string(wc.qp_num) + "): " + api(qps).wc_status_str(wc.status) + " (vendor error " +
+                     std::to_string(wc.vendor_err) + ")";
+  if (wc.status == IBV_WC_RETRY_EXC_ERR) {
+    const IbQpSettings& s = qps.settings();
+    const double seconds = (s.retry_cnt + 1) * 4.096e-6 * std::ldexp(1.0, s.timeout);
+    char detail[256];
+    std::snprintf(detail, sizeof(detail),
+                  "; the NIC retried for %.3g s (%d tries of 4.096 us x 2^%d: MEGASCALE_IB_RETRY_CNT=%d, "
+                  "MEGASCALE_IB_TIMEOUT=%d) and the peer never answered; raise MEGASCALE_IB_TIMEOUT to ride out "
+                  "longer link flaps",
+                  seconds, s.retry_cnt + 1, s.timeout, s.retry_cnt, s.timeout);
+    text += detail;
+  }
+  return Status(ErrorCode::kPeerLost, text);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Send side.
+
+IbSendComm::IbSendComm(std::shared_ptr<IbQpSet> qps, OobLink link) : qps_(std::move(qps)), watch_(std::move(link)) {
+  for (int i = 0; i < kMaxRequests; ++i) slots_[static_cast<size_t>(i)].index = i;
+  registerArray(qps_->device(), &cts_ring_);
+  registerArray(qps_->device(), &size_staging_);
+  registerArray(qps_->device(), &eager_staging_);
+  for (int i = 0; i < kMaxRequests; ++i) {
+    Status s = postCtsReceive(i);
+    if (!s.isOk()) throw Error(s.code(), s.message());
+  }
+}
+
+IbSendComm::~IbSendComm() { qps_.reset(); }  // queue pairs first: no DMA after the buffers' registrations go
+
+Status IbSendComm::postCtsReceive(int index) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(&cts_ring_.items[static_cast<size_t>(index)]), sizeof(ib_wire::Cts),
+              cts_ring_.registration.mr()->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = kCtsReceive | static_cast<uint64_t>(index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  if (postRecv(qps_->qp(0), &wr) != 0) {
+    return Status(ErrorCode::kSystem, "ibverbs: posting a CTS receive for " + watch_.link().peer() + " failed");
+  }
+  return Status::ok();
+}
+
+Status IbSendComm::failed(Status s) {
+  if (error_.isOk()) error_ = s;
+  return error_;
+}
+
+Status IbSendComm::isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) {
+  *request = nullptr;
+  if (!error_.isOk()) return error_;
+  Slot* slot = nullptr;
+  for (Slot& s : slots_) {
+    if (!s.in_use) {
+      slot = &s;
+      break;
+    }
+  }
+  if (slot == nullptr) return Status::ok();
+  slot->posted = false;
+  slot->outstanding = 0;
+  slot->data = static_cast<const uint8_t*>(data);
+  slot->size = size;
+  slot->tag = tag;
+  // Small, and nothing before it waits for a CTS: it leaves now, so a receive posted later finds it there.
+  bool all_eager = true;
+  for (const Pending& p : pending_) all_eager = all_eager && p.eager;
+  if (size <= ib_wire::kEagerBytes && all_eager) {
+    MSC_RETURN_IF_ERROR(postEager(*slot));
+    pending_.push_back(Pending{slot->index, tag, true});
+  } else {
+    if (size > 0) {
+      MSC_RETURN_IF_ERROR(TransferRegistration::make(qps_->device(), const_cast<void*>(data), size, mr,
+                                                     &slot->registration));
+    }
+    pending_.push_back(Pending{slot->index, tag, false});
+  }
+  slot->in_use = true;
+  *request = slot;
+  return progress();
+}
+
+Status IbSendComm::postEager(Slot& s) {
+  auto& staging = eager_staging_.items[static_cast<size_t>(s.index)];
+  const ib_wire::EagerHeader header{s.tag, static_cast<uint32_t>(s.size)};
+  std::memcpy(staging.data(), &header, sizeof(header));
+  if (s.size > 0) std::memcpy(staging.data() + sizeof(header), s.data, s.size);
+  ibv_sge sge{reinterpret_cast<uint64_t>(staging.data()), static_cast<uint32_t>(sizeof(header) + s.size),
+              eager_staging_.registration.mr()->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = static_cast<uint64_t>(s.index) << 8;
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (postSend(qps_->qp(0), &wr) != 0) {
+    return failed(Status(ErrorCode::kSystem, "ibverbs: posting a send to " + watch_.link().peer() + " failed"));
+  }
+  s.outstanding = 1;
+  s.posted = true;
+  return Status::ok();
+}
+
+Status IbSendComm::test(Request* request, bool* done, size_t* size) {
+  auto* slot = static_cast<Slot*>(request);
+  *done = false;
+  MSC_RETURN_IF_ERROR(progress());
+  if (slot->posted && slot->outstanding == 0) {
+    *done = true;
+    if (size != nullptr) *size = slot->size;
+    slot->registration.reset();
+    slot->in_use = false;
+    return Status::ok();
+  }
+  if (!watch_.alive()) return failed(watch_.lost("ibverbs: send to"));
+  return Status::ok();
+}
+
+Status IbSendComm::progress() {
+  if (!error_.isOk()) return error_;
+  ibv_wc wc[16];
+  int n;
+  while ((n = qps_->cq()->context->ops.poll_cq(qps_->cq(), 16, wc)) > 0) {
+    for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i]));
+  }
+  if (n < 0) return failed(Status(ErrorCode::kSystem, "ibverbs: polling the completion queue failed"));
+  return match();
+}
+
+Status IbSendComm::onCompletion(const ibv_wc& wc) {
+  if (wc.status != IBV_WC_SUCCESS) {
+    const bool cts = (wc.wr_id & kCtsReceive) != 0;
+    return failed(completionError(*qps_, wc, cts ? "waiting for a clear-to-send from" : "RDMA write to",
+                                  watch_.link().peer()));
+  }
+  if (wc.wr_id & kCtsReceive) {
+    const int index = static_cast<int>(wc.wr_id & 0xffff);
+    Group g{cts_ring_.items[static_cast<size_t>(index)], 0};
+    if (wc.byte_len != sizeof(ib_wire::Cts) || g.cts.count < 1 || g.cts.count > static_cast<uint32_t>(kMaxRecvs)) {
+      return failed(Status(ErrorCode::kPeerLost, "ibverbs: a malformed clear-to-send from " + watch_.link().peer()));
+    }
+    groups_.push_back(g);
+    return postCtsReceive(index);
+  }
+  Slot& s = slots_[static_cast<size_t>((wc.wr_id >> 8) & 0xff)];
+  if (s.outstanding > 0) --s.outstanding;
+  return Status::ok();
+}
+
+// Messages take buffers in order: each the first unassigned buffer of the oldest CTS, which must carry its tag.
+Status IbSendComm::match() {
+  while (!pending_.empty() && !groups_.empty()) {
+    const Pending p = pending_.front();
+    Group& g = groups_.front();
+    int entry = -1;
+    for (uint32_t e = 0; e < g.cts.count; ++e) {
+      if (!(g.filled & (1u << e)) && g.cts.entries[e].tag == p.tag) {
+        entry = static_cast<int>(e);
+        break;
+      }
+    }
+    if (entry < 0) {
+      return failed(Status(ErrorCode::kMismatch, "ibverbs: a send with tag " + std::to_string(p.tag) + " to " +
+                                                     watch_.link().peer() + " matches no buffer of its posted receive"));
+    }
+    if (!p.eager) MSC_RETURN_IF_ERROR(postWrites(slots_[static_cast<size_t>(p.slot)], g, entry));
+    g.filled |= 1u << entry;
+    pending_.pop_front();
+    if (g.filled == (1u << g.cts.count) - 1) groups_.pop_front();
+    // What waited behind a large message may now go eagerly, in order (the rest waits for its CTS as before).
+  }
+  return Status::ok();
+}
+
+Status IbSendComm::postWrites(Slot& s, const Group& g, int entry) {
+  const ib_wire::CtsEntry& target = g.cts.entries[entry];
+  const bool too_large = s.size > target.capacity;
+  const int n = qps_->size();
+  // The size first, on queue pair 0, so it has landed when that queue pair's part completes.
+  size_staging_.items[static_cast<size_t>(s.index)] = s.size;
+  ibv_sge size_sge{reinterpret_cast<uint64_t>(&size_staging_.items[static_cast<size_t>(s.index)]), sizeof(uint64_t),
+                   size_staging_.registration.mr()->lkey};
+  ibv_send_wr size_wr{};
+  size_wr.opcode = IBV_WR_RDMA_WRITE;
+  size_wr.sg_list = &size_sge;
+  size_wr.num_sge = 1;
+  size_wr.wr.rdma.remote_addr = g.cts.sizes_addr + static_cast<uint64_t>(entry) * sizeof(uint64_t);
+  size_wr.wr.rdma.rkey = g.cts.sizes_rkey;
+  if (postSend(qps_->qp(0), &size_wr) != 0) {
+    return failed(Status(ErrorCode::kSystem, "ibverbs: posting a write to " + watch_.link().peer() + " failed"));
+  }
+  const uint64_t total = too_large ? 0 : s.size;
+  const uint32_t imm = (g.cts.slot << ib_wire::kSlotShift) | static_cast<uint32_t>(entry) |
+                       (too_large ? ib_wire::kTooLarge : 0);
+  for (int q = 0; q < n; ++q) {
+    uint64_t begin = total * static_cast<uint64_t>(q) / static_cast<uint64_t>(n);
+    const uint64_t end = total * static_cast<uint64_t>(q + 1) / static_cast<uint64_t>(n);
+    while (true) {
+      const uint64_t chunk = std::min(end - begin, ib_wire::kMaxWriteBytes);
+      const bool last = begin + chunk == end;
+      ibv_sge sge{reinterpret_cast<uint64_t>(s.data) + begin, static_cast<uint32_t>(chunk),
+                  chunk > 0 ? s.registration.mr()->lkey : 0};
+      ibv_send_wr wr{};
+      wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+      wr.sg_list = chunk > 0 ? &sge : nullptr;
+      wr.num_sge = chunk > 0 ? 1 : 0;
+      wr.wr.rdma.remote_addr = target.addr + begin;
+      wr.wr.rdma.rkey = target.rkey;
+      if (last) {
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr_id = (static_cast<uint64_t>(s.index) << 8) | static_cast<uint64_t>(q);
+        wr.imm_data = htonl(imm);
+      }
+      if (postSend(qps_->qp(q), &wr) != 0) {
+        return failed(Status(ErrorCode::kSystem, "ibverbs: posting a write to " + watch_.link().peer() + " failed"));
+      }
+      begin += chunk;
+      if (last) break;
+    }
+  }
+  s.outstanding = n;
+  s.posted = true;
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Receive side.
+
+IbRecvComm::IbRecvComm(std::shared_ptr<IbQpSet> qps, OobLink link) : qps_(std::move(qps)), watch_(std::move(link)) {
+  for (int i = 0; i < kMaxRequests; ++i) slots_[static_cast<size_t>(i)].index = i;
+  registerArray(qps_->device(), &cts_out_);
+  registerArray(qps_->device(), &sizes_);
+  registerArray(qps_->device(), &bounces_);
+  Status s;
+  for (int i = 0; i < kBounces && s.isOk(); ++i) s = postBounce(i);
+  for (int q = 1; q < qps_->size() && s.isOk(); ++q) {
+    for (int i = 0; i < kMaxRequests * kMaxRecvs && s.isOk(); ++i) s = postZeroReceive(q);
+  }
+  if (!s.isOk()) throw Error(s.code(), s.message());
+}
+
+IbRecvComm::~IbRecvComm() { qps_.reset(); }
+
+Status IbRecvComm::failed(Status s) {
+  if (error_.isOk()) error_ = s;
+  return error_;
+}
+
+// Queue pair 0's receives land SENDs (small messages) in bounce buffers; a write with immediate takes one too.
+Status IbRecvComm::postBounce(int index) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(bounces_.items[static_cast<size_t>(index)].data()), ib_wire::kBounceBytes,
+              bounces_.registration.mr()->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = static_cast<uint64_t>(index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  if (postRecv(qps_->qp(0), &wr) != 0) {
+    return Status(ErrorCode::kSystem, "ibverbs: posting a receive for " + watch_.link().peer() + " failed");
+  }
+  return Status::ok();
+}
+
+// The other queue pairs only ever take writes with immediate: receives without a buffer.
+Status IbRecvComm::postZeroReceive(int qp) {
+  ibv_recv_wr wr{};
+  wr.wr_id = kZeroReceive;
+  if (postRecv(qps_->qp(qp), &wr) != 0) {
+    return Status(ErrorCode::kSystem, "ibverbs: posting a receive for " + watch_.link().peer() + " failed");
+  }
+  return Status::ok();
+}
+
+Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags,
+                         const MemoryRegion* const* mrs, Request** request) {
+  *request = nullptr;
+  if (!error_.isOk()) return error_;
+  Slot* slot = nullptr;
+  for (Slot& s : slots_) {
+    if (!s.in_use) {
+      slot = &s;
+      break;
+    }
+  }
+  if (slot == nullptr) return Status::ok();
+  MSC_RETURN_IF_ERROR(slot->posted.post(n, data, sizes, tags));
+  ib_wire::Cts& cts = cts_out_.items[static_cast<size_t>(slot->index)];
+  cts = {};
+  cts.slot = static_cast<uint32_t>(slot->index);
+  cts.count = static_cast<uint32_t>(n);
+  cts.sizes_addr = reinterpret_cast<uint64_t>(sizes_.items[static_cast<size_t>(slot->index)].data());
+  cts.sizes_rkey = sizes_.registration.mr()->rkey;
+  for (int i = 0; i < n; ++i) {
+    auto& registration = slot->registrations[static_cast<size_t>(i)];
+    registration.reset();
+    if (sizes[i] > 0) {
+      MSC_RETURN_IF_ERROR(TransferRegistration::make(qps_->device(), data[i], sizes[i], mrs ? mrs[i] : nullptr,
+                                                     &registration));
+    }
+    cts.entries[i] = {reinterpret_cast<uint64_t>(data[i]), sizes[i], registration.mr() ? registration.mr()->rkey : 0,
+                      tags[i]};
+  }
+  slot->assigned = 0;
+  slot->parts.fill(0);
+  slot->eager.fill(false);
+  slot->in_use = true;
+  posted_.push_back(slot->index);
+  // Small messages that came first take their buffers now, as the sender will assume when this CTS reaches it.
+  while (!unexpected_.empty() && slot->assigned != (1u << n) - 1) {
+    Unexpected u = std::move(unexpected_.front());
+    unexpected_.pop_front();
+    MSC_RETURN_IF_ERROR(deliverEager(u.tag, u.data.data(), u.data.size()));
+  }
+  ibv_sge sge{reinterpret_cast<uint64_t>(&cts), sizeof(cts), cts_out_.registration.mr()->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = kCtsSend | static_cast<uint64_t>(slot->index);
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (postSend(qps_->qp(0), &wr) != 0) {
+    return failed(Status(ErrorCode::kSystem, "ibverbs: sending a clear-to-send to " + watch_.link().peer() + " failed"));
+  }
+  *request = slot;
+  return Status::ok();
+}
+
+Status IbRecvComm::fill(Slot& s, int entry, uint32_t tag, const uint8_t* data, size_t size) {
+  if (size > s.posted.capacity[entry]) {
+    return failed(Status(ErrorCode::kMismatch, "ibverbs: a message of " + std::to_string(size) + " bytes from " +
+                                                   watch_.link().peer() + " for a buffer of " +
+                                                   std::to_string(s.posted.capacity[entry]) + " bytes (tag " +
+                                                   std::to_string(tag) + ")"));
+  }
+  if (size > 0) std::memcpy(s.posted.data[entry], data, size);
+  s.posted.sizes[entry] = size;
+  s.eager[static_cast<size_t>(entry)] = true;
+  s.assigned |= 1u << entry;
+  return Status::ok();
+}
+
+Status IbRecvComm::deliverEager(uint32_t tag, const uint8_t* data, size_t size) {
+  for (int index : posted_) {
+    Slot& s = slots_[static_cast<size_t>(index)];
+    if (s.assigned == (1u << s.posted.n) - 1) continue;
+    for (int e = 0; e < s.posted.n; ++e) {
+      if (!(s.assigned & (1u << e)) && s.posted.tags[e] == tag) return fill(s, e, tag, data, size);
+    }
+    return failed(Status(ErrorCode::kMismatch, "ibverbs: a message with tag " + std::to_string(tag) + " from " +
+                                                   watch_.link().peer() + " matches no buffer of the oldest receive"));
+  }
+  unexpected_.push_back(Unexpected{tag, std::vector<uint8_t>(data, data + size)});
+  return Status::ok();
+}
+
+Status IbRecvComm::onCompletion(const ibv_wc& wc) {
+  if (wc.status != IBV_WC_SUCCESS) {
+    const bool cts = (wc.wr_id & kCtsSend) != 0;
+    return failed(completionError(*qps_, wc, cts ? "clear-to-send to" : "receive from", watch_.link().peer()));
+  }
+  if (wc.wr_id & kCtsSend) return Status::ok();
+  // A receive was consumed: put it back first (bounce buffers are copied out below, before anything reuses them).
+  const bool bounce = wc.wr_id != kZeroReceive;
+  if (wc.opcode == IBV_WC_RECV) {
+    if (!bounce || wc.byte_len < sizeof(ib_wire::EagerHeader)) {
+      return failed(Status(ErrorCode::kPeerLost, "ibverbs: a malformed message from " + watch_.link().peer()));
+    }
+    const uint8_t* buffer = bounces_.items[static_cast<size_t>(wc.wr_id)].data();
+    ib_wire::EagerHeader header;
+    std::memcpy(&header, buffer, sizeof(header));
+    if (header.size != wc.byte_len - sizeof(header)) {
+      return failed(Status(ErrorCode::kPeerLost, "ibverbs: a message from " + watch_.link().peer() + " says " +
+                                                     std::to_string(header.size) + " bytes and carries " +
+                                                     std::to_string(wc.byte_len - sizeof(header))));
+    }
+    MSC_RETURN_IF_ERROR(deliverEager(header.tag, buffer + sizeof(header), header.size));
+    return postBounce(static_cast<int>(wc.wr_id));
+  }
+  const uint32_t imm = ntohl(wc.imm_data);
+  const uint32_t index = imm >> ib_wire::kSlotShift, entry = imm & ib_wire::kEntryMask;
+  Slot* s = index < static_cast<uint32_t>(kMaxRequests) ? &slots_[index] : nullptr;
+  if (s == nullptr || !s->in_use || entry >= static_cast<uint32_t>(s->posted.n)) {
+    return failed(Status(ErrorCode::kPeerLost, "ibverbs: a write from " + watch_.link().peer() +
+                                                   " names no posted buffer (receive " + std::to_string(index) +
+                                                   ", buffer " + std::to_string(entry) + ")"));
+  }
+  s->assigned |= 1u << entry;
+  ++s->parts[entry];
+  // The queue pair number tells which one took the receive.
+  if (bounce) return postBounce(static_cast<int>(wc.wr_id));
+  for (int q = 1; q < qps_->size(); ++q) {
+    if (qps_->qp(q)->qp_num == wc.qp_num) return postZeroReceive(q);
+  }
+  return Status::ok();
+}
+
+Status IbRecvComm::progress() {
+  if (!error_.isOk()) return error_;
+  ibv_wc wc[16];
+  int n;
+  while ((n = qps_->cq()->context->ops.poll_cq(qps_->cq(), 16, wc)) > 0) {
+    for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i]));
+  }
+  if (n < 0) return failed(Status(ErrorCode::kSystem, "ibverbs: polling the completion queue failed"));
+  return Status::ok();
+}
+
+bool IbRecvComm::complete(const Slot& s) const {
+  for (int e = 0; e < s.posted.n; ++e) {
+    if (!s.eager[static_cast<size_t>(e)] && s.parts[static_cast<size_t>(e)] < qps_->size()) return false;
+  }
+  return true;
+}
+
+Status IbRecvComm::test(Request* request, bool* done, size_t* sizes) {
+  auto* slot = static_cast<Slot*>(request);
+  *done = false;
+  MSC_RETURN_IF_ERROR(progress());
+  if (!complete(*slot)) {
+    if (!watch_.alive()) return failed(watch_.lost("ibverbs: receive from"));
+    return Status::ok();
+  }
+  const auto& written = sizes_.items[static_cast<size_t>(slot->index)];
+  for (int i = 0; i < slot->posted.n; ++i) {
+    if (slot->eager[static_cast<size_t>(i)]) continue;
+    const uint64_t size = written[static_cast<size_t>(i)];
+    if (size > slot->posted.capacity[i]) {
+      return failed(Status(ErrorCode::kMismatch, "ibverbs: a message of " + std::to_string(size) + " bytes from " +
+                                                     watch_.link().peer() + " for a buffer of " +
+                                                     std::to_string(slot->posted.capacity[i]) + " bytes (tag " +
+                                                     std::to_string(slot->posted.tags[i]) + ")"));
+    }
+    slot->posted.sizes[i] = size;
+  }
+  for (auto& r : slot->registrations) r.reset();
+  *done = true;
+  if (sizes != nullptr) slot->posted.copySizes(sizes);
+  slot->in_use = false;
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    if (*it == slot->index) {
+      posted_.erase(it);
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace megascale::transport

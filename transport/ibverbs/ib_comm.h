@@ -1,0 +1,150 @@
+// ibverbs comms over an IbQpSet (ib_connection.h) with the CTS protocol of ib_wire.h. Everything moves in
+// test(): it polls the completion queue, matches sends to the receiver's CTS entries by tag, and posts the
+// writes. Buffers the caller did not register are registered for the operation and released at its end.
+// Errors name the peer, the operation and the device; a retry-exceeded completion says how long the NIC tried.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "transport/ibverbs/ib_connection.h"
+#include "transport/ibverbs/ib_wire.h"
+#include "transport/oob_link.h"
+#include "transport/posted_receive.h"
+#include "transport/transport.h"
+
+namespace megascale::transport {
+
+/// An ibv_mr held for a transfer: the caller's (not ours to free) or one made for it.
+class TransferRegistration {
+ public:
+  TransferRegistration() = default;
+  TransferRegistration(IbDevice* device, ibv_mr* mr, bool owned) : device_(device), mr_(mr), owned_(owned) {}
+  ~TransferRegistration() { reset(); }
+  TransferRegistration(TransferRegistration&& o) noexcept { *this = std::move(o); }
+  TransferRegistration& operator=(TransferRegistration&& o) noexcept;
+  /// Registers [data, data + size) unless `given` carries a registration.
+  static Status make(IbDevice& device, void* data, size_t size, const MemoryRegion* given, TransferRegistration* out);
+  void reset();
+  ibv_mr* mr() const { return mr_; }
+  /// Hands the registration to the caller (deregisterMemory frees it).
+  ibv_mr* release() {
+    owned_ = false;
+    return std::exchange(mr_, nullptr);
+  }
+
+ private:
+  IbDevice* device_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  bool owned_ = false;
+};
+
+/// A registered array of T that lives as long as its comm.
+template <typename T, size_t N>
+struct RegisteredArray {
+  std::array<T, N> items{};
+  TransferRegistration registration;
+};
+
+class IbSendComm : public SendComm {
+ public:
+  IbSendComm(std::shared_ptr<IbQpSet> qps, OobLink link);
+  ~IbSendComm() override;
+  Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) override;
+  Status test(Request* request, bool* done, size_t* size) override;
+
+ private:
+  struct Slot : Request {
+    int index = 0;
+    bool in_use = false;
+    bool posted = false;  // its writes or its SEND are out
+    int outstanding = 0;  // signaled work requests not yet completed
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    uint32_t tag = 0;
+    TransferRegistration registration;
+  };
+  /// A message in the order both sides assign buffers: eager ones are already sent (slot -1 once done).
+  struct Pending {
+    int slot;
+    uint32_t tag;
+    bool eager;
+  };
+  struct Group {
+    ib_wire::Cts cts;
+    uint32_t filled = 0;  // bit per entry
+  };
+
+  Status progress();
+  Status onCompletion(const ibv_wc& wc);
+  Status match();
+  Status postWrites(Slot& s, const Group& group, int entry);
+  Status postEager(Slot& s);
+  Status postCtsReceive(int index);
+  Status failed(Status s);
+
+  std::shared_ptr<IbQpSet> qps_;
+  PeerWatch watch_;
+  std::array<Slot, kMaxRequests> slots_;
+  std::deque<Pending> pending_;  // every message not yet assigned a buffer, in isend order
+  std::deque<Group> groups_;     // CTS received, oldest first
+  RegisteredArray<ib_wire::Cts, kMaxRequests> cts_ring_;
+  RegisteredArray<uint64_t, kMaxRequests> size_staging_;
+  RegisteredArray<std::array<uint8_t, ib_wire::kBounceBytes>, kMaxRequests> eager_staging_;
+  Status error_;
+};
+
+class IbRecvComm : public RecvComm {
+ public:
+  IbRecvComm(std::shared_ptr<IbQpSet> qps, OobLink link);
+  ~IbRecvComm() override;
+  Status irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags, const MemoryRegion* const* mrs,
+               Request** request) override;
+  Status test(Request* request, bool* done, size_t* sizes) override;
+  uint64_t remoteId() const override { return watch_.link().remoteId(); }
+
+ private:
+  static constexpr int kBounces = 64;
+  struct Slot : Request {
+    int index = 0;
+    bool in_use = false;
+    uint32_t assigned = 0;                      // bit per buffer: a message is on its way or here
+    std::array<int, kMaxRecvs> parts{};         // write completions per buffer (a large message: one per QP)
+    std::array<bool, kMaxRecvs> eager{};        // the buffer was filled by a SEND (its size is in posted.sizes)
+    PostedReceive posted;
+    std::array<TransferRegistration, kMaxRecvs> registrations;
+  };
+  struct Unexpected {
+    uint32_t tag;
+    std::vector<uint8_t> data;
+  };
+
+  Status progress();
+  Status onCompletion(const ibv_wc& wc);
+  /// A small message, in arrival order: into the next buffer, or kept until a receive is posted.
+  Status deliverEager(uint32_t tag, const uint8_t* data, size_t size);
+  Status fill(Slot& s, int entry, uint32_t tag, const uint8_t* data, size_t size);
+  Status postBounce(int index);
+  Status postZeroReceive(int qp);
+  bool complete(const Slot& s) const;
+  Status failed(Status s);
+
+  std::shared_ptr<IbQpSet> qps_;
+  PeerWatch watch_;
+  std::array<Slot, kMaxRequests> slots_;
+  std::deque<int> posted_;  // slots in irecv order, until done
+  std::deque<Unexpected> unexpected_;
+  RegisteredArray<ib_wire::Cts, kMaxRequests> cts_out_;
+  RegisteredArray<std::array<uint64_t, kMaxRecvs>, kMaxRequests> sizes_;
+  RegisteredArray<std::array<uint8_t, ib_wire::kBounceBytes>, kBounces> bounces_;
+  Status error_;
+};
+
+/// "ibverbs: <what> <peer> on <device> (qp <n>): <status>" with, for a retry-exceeded completion, how long the
+/// NIC retried and what would ride out longer.
+Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& what, const std::string& peer);
+
+}  // namespace megascale::transport

@@ -1,0 +1,114 @@
+#include "transport/ibverbs/ib_connection.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/crypto.h"
+
+namespace megascale::transport {
+
+std::string QpSetInfo::encode() const {
+  return std::string(reinterpret_cast<const char*>(this), sizeof(*this));
+}
+
+Status QpSetInfo::decode(const std::string& blob, QpSetInfo* info) {
+  if (blob.size() != sizeof(QpSetInfo)) {
+    return Status(ErrorCode::kPeerLost, "ibverbs: a queue pair description of " + std::to_string(blob.size()) +
+                                            " bytes (expected " + std::to_string(sizeof(QpSetInfo)) + ")");
+  }
+  std::memcpy(info, blob.data(), sizeof(*info));
+  if (info->count < 1 || info->count > static_cast<uint32_t>(kMaxQpsPerConnection) || info->mtu < IBV_MTU_256 ||
+      info->mtu > IBV_MTU_4096) {
+    return Status(ErrorCode::kPeerLost, "ibverbs: a queue pair description with " + std::to_string(info->count) +
+                                            " queue pairs and MTU code " + std::to_string(info->mtu));
+  }
+  return Status::ok();
+}
+
+IbQpSet::IbQpSet(std::shared_ptr<IbDevice> device, const IbQpSettings& settings, int send_depth, int recv_depth)
+    : device_(std::move(device)), settings_(settings) {
+  const VerbsApi& api = device_->api();
+  const int n = std::clamp(settings.qps, 1, kMaxQpsPerConnection);
+  cq_ = api.create_cq(device_->context(), n * (send_depth + recv_depth), nullptr, nullptr, 0);
+  if (cq_ == nullptr) throw Error(ErrorCode::kSystem, "ibverbs: " + device_->name() + ": ibv_create_cq failed");
+  randomBytes(&psn_, sizeof(psn_));
+  psn_ &= 0xffffff;
+  for (int i = 0; i < n; ++i) {
+    ibv_qp_init_attr init{};
+    init.send_cq = cq_;
+    init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = static_cast<uint32_t>(send_depth);
+    init.cap.max_recv_wr = static_cast<uint32_t>(recv_depth);
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    ibv_qp* qp = api.create_qp(device_->pd(), &init);
+    if (qp == nullptr) throw Error(ErrorCode::kSystem, "ibverbs: " + device_->name() + ": ibv_create_qp failed");
+    qps_.push_back(qp);
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.port_num = device_->port();
+    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (api.modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
+      throw Error(ErrorCode::kSystem, "ibverbs: " + device_->name() + ": a queue pair refused INIT");
+    }
+  }
+}
+
+IbQpSet::~IbQpSet() {
+  for (ibv_qp* qp : qps_) device_->api().destroy_qp(qp);
+  if (cq_ != nullptr) device_->api().destroy_cq(cq_);
+}
+
+QpSetInfo IbQpSet::localInfo() const {
+  QpSetInfo info{};
+  info.count = static_cast<uint32_t>(qps_.size());
+  for (size_t i = 0; i < qps_.size(); ++i) info.qpn[i] = qps_[i]->qp_num;
+  info.psn = psn_;
+  std::memcpy(info.gid, device_->gid().raw, 16);
+  info.mtu = device_->mtu();
+  return info;
+}
+
+Status IbQpSet::connect(const QpSetInfo& remote, const std::string& peer) {
+  if (remote.count != qps_.size()) {
+    return Status(ErrorCode::kMismatch, "ibverbs: " + peer + " has " + std::to_string(remote.count) +
+                                            " queue pairs per connection, this side " + std::to_string(qps_.size()) +
+                                            " (MEGASCALE_IB_QPS_PER_CONNECTION must agree)");
+  }
+  const VerbsApi& api = device_->api();
+  for (size_t i = 0; i < qps_.size(); ++i) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = static_cast<ibv_mtu>(std::min<uint32_t>(remote.mtu, device_->mtu()));
+    attr.dest_qp_num = remote.qpn[i];
+    attr.rq_psn = remote.psn;
+    attr.max_dest_rd_atomic = 1;
+    attr.min_rnr_timer = 12;  // 0.64 ms, as NCCL
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.port_num = device_->port();
+    attr.ah_attr.sl = static_cast<uint8_t>(settings_.service_level);
+    std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, 16);
+    attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(device_->gidIndex());
+    attr.ah_attr.grh.hop_limit = 255;
+    attr.ah_attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
+    if (api.modify_qp(qps_[i], &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+      return Status(ErrorCode::kSystem, "ibverbs: queue pair to " + peer + " refused RTR");
+    }
+    attr = {};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn = psn_;
+    attr.timeout = settings_.timeout;
+    attr.retry_cnt = settings_.retry_cnt;
+    attr.rnr_retry = 7;  // receives are posted ahead; an RNR wait is a slow peer, not a dead one
+    attr.max_rd_atomic = 1;
+    if (api.modify_qp(qps_[i], &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                          IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+      return Status(ErrorCode::kSystem, "ibverbs: queue pair to " + peer + " refused RTS");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace megascale::transport

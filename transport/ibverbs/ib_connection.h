@@ -1,0 +1,64 @@
+// One direction of an ibverbs connection: a set of RC queue pairs to the same peer (several, so a large
+// message is striped over distinct UDP flows that ECMP spreads, as MegaScale does) sharing one completion
+// queue. The two ends swap QpSetInfo over the setup socket (oob_link.h) and move their queue pairs to RTS.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/ibverbs/ib_device.h"
+
+namespace megascale::transport {
+
+constexpr int kMaxQpsPerConnection = 16;
+
+struct IbQpSettings {
+  int qps = 2;               // MEGASCALE_IB_QPS_PER_CONNECTION
+  int traffic_class = 0;     // MEGASCALE_IB_TC (the GRH traffic class: DSCP << 2)
+  int service_level = 0;     // MEGASCALE_IB_SL
+  uint8_t timeout = 20;      // MEGASCALE_IB_TIMEOUT: 4.096 us x 2^timeout per try
+  uint8_t retry_cnt = 7;     // MEGASCALE_IB_RETRY_CNT
+};
+
+/// What one end tells the other: its queue pair numbers, first PSN, GID and MTU. Fixed size on the wire.
+struct QpSetInfo {
+  uint32_t count;
+  uint32_t qpn[kMaxQpsPerConnection];
+  uint32_t psn;
+  uint8_t gid[16];
+  uint32_t mtu;
+  std::string encode() const;
+  /// Checks the count and the MTU: the blob comes from the network.
+  static Status decode(const std::string& blob, QpSetInfo* info);
+};
+
+class IbQpSet {
+ public:
+  /// Creates the queue pairs (RESET -> INIT) and their completion queue. Throws Error naming the device.
+  IbQpSet(std::shared_ptr<IbDevice> device, const IbQpSettings& settings, int send_depth, int recv_depth);
+  ~IbQpSet();
+  IbQpSet(const IbQpSet&) = delete;
+  IbQpSet& operator=(const IbQpSet&) = delete;
+
+  QpSetInfo localInfo() const;
+  /// INIT -> RTR -> RTS toward the peer's queue pairs (matched one to one). The peer must have as many.
+  Status connect(const QpSetInfo& remote, const std::string& peer);
+
+  int size() const { return static_cast<int>(qps_.size()); }
+  ibv_qp* qp(int i) const { return qps_[static_cast<size_t>(i)]; }
+  ibv_cq* cq() const { return cq_; }
+  IbDevice& device() const { return *device_; }
+  const IbQpSettings& settings() const { return settings_; }
+
+ private:
+  std::shared_ptr<IbDevice> device_;
+  IbQpSettings settings_;
+  ibv_cq* cq_ = nullptr;
+  std::vector<ibv_qp*> qps_;
+  uint32_t psn_;
+};
+
+}  // namespace megascale::transport

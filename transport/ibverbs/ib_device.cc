@@ -1,0 +1,115 @@
+#include "transport/ibverbs/ib_device.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/status.h"
+
+namespace megascale::transport {
+
+namespace {
+
+bool nameMatches(const std::string& want, const char* name) {
+  if (want.empty()) return true;
+  if (want[0] == '=') return want.substr(1) == name;
+  return std::strncmp(name, want.c_str(), want.size()) == 0;
+}
+
+bool ipv4Mapped(const ibv_gid& gid) {
+  static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(gid.raw, prefix, sizeof(prefix)) == 0;
+}
+
+// Gb/s from the port's width and per-lane speed codes (IB spec: width 1/2/4/8/16 = 1x/4x/8x/12x/2x).
+double portGbps(const ibv_port_attr& a) {
+  double lanes = a.active_width == 1 ? 1 : a.active_width == 2 ? 4 : a.active_width == 4 ? 8 : a.active_width == 8 ? 12 : 2;
+  double lane = 2.5;
+  switch (a.active_speed) {
+    case 2: lane = 5; break;
+    case 4: case 8: lane = 10; break;
+    case 16: lane = 14; break;
+    case 32: lane = 25; break;
+    case 64: lane = 50; break;
+    case 128: lane = 100; break;
+    default: break;
+  }
+  return lanes * lane;
+}
+
+}  // namespace
+
+std::shared_ptr<IbDevice> IbDevice::shared(const IbSettings& settings) {
+  static std::mutex lock;
+  static std::weak_ptr<IbDevice> current;
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> guard(lock);
+  std::shared_ptr<IbDevice> device = current.lock();
+  if (device == nullptr || owner != getpid()) {
+    device.reset(new IbDevice(loadVerbs(), settings));
+    current = device;
+    owner = getpid();
+  }
+  return device;
+}
+
+IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api) {
+  int count = 0;
+  ibv_device** list = api.get_device_list(&count);
+  if (list == nullptr || count == 0) {
+    if (list != nullptr) api.free_device_list(list);
+    throw Error(ErrorCode::kUnavailable, "ibverbs: no RDMA device on this host (libibverbs lists none)");
+  }
+  std::string seen;
+  for (int i = 0; i < count && context_ == nullptr; ++i) {
+    const char* name = api.get_device_name(list[i]);
+    seen += (seen.empty() ? "" : ", ") + std::string(name);
+    if (!nameMatches(settings.hca, name)) continue;
+    ibv_context* context = api.open_device(list[i]);
+    if (context == nullptr) continue;
+    ibv_port_attr port{};
+    if (api.query_port(context, 1, &port) != 0 || port.state != IBV_PORT_ACTIVE) {
+      seen += " (port 1 not active)";
+      api.close_device(context);
+      continue;
+    }
+    context_ = context;
+    name_ = name;
+    mtu_ = port.active_mtu;
+    speed_gbps_ = portGbps(port);
+    gid_index_ = settings.gid_index;
+    if (gid_index_ < 0) {
+      gid_index_ = 0;
+      for (int g = 0; g < port.gid_tbl_len; ++g) {
+        ibv_gid gid{};
+        if (api.query_gid(context, 1, g, &gid) == 0 && ipv4Mapped(gid)) {
+          gid_index_ = g;
+          break;
+        }
+      }
+    }
+    if (api.query_gid(context, 1, gid_index_, &gid_) != 0) {
+      api.close_device(context);
+      api.free_device_list(list);
+      throw Error(ErrorCode::kInvalidArgument, "ibverbs: " + name_ + " has no GID at index " +
+                                                   std::to_string(gid_index_) + " (MEGASCALE_IB_GID_INDEX)");
+    }
+  }
+  api.free_device_list(list);
+  if (context_ == nullptr) {
+    throw Error(ErrorCode::kUnavailable, "ibverbs: no device with an active port matches MEGASCALE_IB_HCA='" +
+                                             settings.hca + "' (found: " + seen + ")");
+  }
+  pd_ = api.alloc_pd(context_);
+  if (pd_ == nullptr) {
+    api.close_device(context_);
+    throw Error(ErrorCode::kSystem, "ibverbs: " + name_ + ": ibv_alloc_pd failed");
+  }
+}
+
+IbDevice::~IbDevice() {
+  api_->dealloc_pd(pd_);
+  api_->close_device(context_);
+}
+
+}  // namespace megascale::transport

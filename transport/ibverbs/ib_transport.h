@@ -1,0 +1,31 @@
+// The ibverbs transport: RC queue pairs over RoCEv2 (or InfiniBand) through libibverbs, opened at run time.
+// Setup goes over an authenticated TCP socket (oob_link.h) that swaps the queue pairs' numbers, PSNs and GIDs
+// and then stays as the comm's liveness signal; data moves by RDMA writes into the receiver's posted buffers
+// (ib_comm.h). With LD_LIBRARY_PATH=build/testbed/roce it runs on the emulated RoCE device.
+#pragma once
+
+#include <memory>
+
+#include "transport/ibverbs/ib_connection.h"
+#include "transport/transport.h"
+
+namespace megascale::transport {
+
+class IbTransport : public Transport {
+ public:
+  /// Throws Error(kUnavailable) when libibverbs or an active RDMA device is missing.
+  explicit IbTransport(const TransportOptions& options);
+  const Properties& properties() const override { return properties_; }
+  std::unique_ptr<Listener> listen() override;
+  std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) override;
+  Status registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr) override;
+  void deregisterMemory(MemoryRegion* mr) override;
+
+ private:
+  TransportOptions options_;
+  IbQpSettings qp_settings_;
+  Properties properties_;
+  std::shared_ptr<IbDevice> device_;
+};
+
+}  // namespace megascale::transport
