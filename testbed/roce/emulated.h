@@ -1,6 +1,6 @@
 // The emulated RoCE device's objects (testbed only, never part of libmegascale). Each verbs object begins with
 // the libibverbs struct the caller sees, so a pointer converts both ways; the rest is the emulation's state.
-// Device: one per network interface picked by MEGASCALE_EMU_ROCE_NETDEVS (default: every interface with an
+// Device: one per network interface picked by EMU_ROCE_NETDEVS (default: every interface with an
 // IPv4 address but lo; lo when there is none), named "emroce<N>", one port whose GID 0 is the RoCEv2 GID of
 // the interface's address, whose state follows the interface's link (ip link set down: port down).
 #pragma once

@@ -31,7 +31,7 @@ bool readInterface(Netdev* n) {
 
 std::vector<std::string> wantedNames() {
   std::vector<std::string> names;
-  const char* list = std::getenv("MEGASCALE_EMU_ROCE_NETDEVS");
+  const char* list = std::getenv("EMU_ROCE_NETDEVS");
   if (list == nullptr) return names;
   std::stringstream in(list);
   for (std::string name; std::getline(in, name, ',');) {

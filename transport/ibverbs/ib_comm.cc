@@ -223,27 +223,28 @@ Status IbSendComm::onCompletion(const ibv_wc& wc) {
   return Status::ok();
 }
 
-// Messages take buffers in order: each the first unassigned buffer of the oldest CTS, which must carry its tag.
+// Messages take buffers in order, each the first unassigned buffer with its tag in the oldest receive that has
+// one (tag matching, as tcp and shm do it). A message that no known receive takes waits for the next CTS, and
+// so does everything behind it: both sides assign in message order.
 Status IbSendComm::match() {
-  while (!pending_.empty() && !groups_.empty()) {
+  while (!pending_.empty()) {
     const Pending p = pending_.front();
-    Group& g = groups_.front();
+    Group* group = nullptr;
     int entry = -1;
-    for (uint32_t e = 0; e < g.cts.count; ++e) {
-      if (!(g.filled & (1u << e)) && g.cts.entries[e].tag == p.tag) {
-        entry = static_cast<int>(e);
+    for (Group& g : groups_) {
+      for (uint32_t e = 0; e < g.cts.count && entry < 0; ++e) {
+        if (!(g.filled & (1u << e)) && g.cts.entries[e].tag == p.tag) entry = static_cast<int>(e);
+      }
+      if (entry >= 0) {
+        group = &g;
         break;
       }
     }
-    if (entry < 0) {
-      return failed(Status(ErrorCode::kMismatch, "ibverbs: a send with tag " + std::to_string(p.tag) + " to " +
-                                                     watch_.link().peer() + " matches no buffer of its posted receive"));
-    }
-    if (!p.eager) MSC_RETURN_IF_ERROR(postWrites(slots_[static_cast<size_t>(p.slot)], g, entry));
-    g.filled |= 1u << entry;
+    if (group == nullptr) return Status::ok();
+    if (!p.eager) MSC_RETURN_IF_ERROR(postWrites(slots_[static_cast<size_t>(p.slot)], *group, entry));
+    group->filled |= 1u << entry;
     pending_.pop_front();
-    if (g.filled == (1u << g.cts.count) - 1) groups_.pop_front();
-    // What waited behind a large message may now go eagerly, in order (the rest waits for its CTS as before).
+    while (!groups_.empty() && groups_.front().filled == (1u << groups_.front().cts.count) - 1) groups_.pop_front();
   }
   return Status::ok();
 }
@@ -380,11 +381,19 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
   slot->eager.fill(false);
   slot->in_use = true;
   posted_.push_back(slot->index);
-  // Small messages that came first take their buffers now, as the sender will assume when this CTS reaches it.
-  while (!unexpected_.empty() && slot->assigned != (1u << n) - 1) {
-    Unexpected u = std::move(unexpected_.front());
-    unexpected_.pop_front();
-    MSC_RETURN_IF_ERROR(deliverEager(u.tag, u.data.data(), u.data.size()));
+  // Small messages that came first (no earlier receive had a buffer with their tag) take this one's buffers,
+  // in arrival order, as the sender will assume when this CTS reaches it.
+  for (auto it = unexpected_.begin(); it != unexpected_.end() && slot->assigned != (1u << n) - 1;) {
+    int entry = -1;
+    for (int e = 0; e < n && entry < 0; ++e) {
+      if (!(slot->assigned & (1u << e)) && tags[e] == it->tag) entry = e;
+    }
+    if (entry < 0) {
+      ++it;
+      continue;
+    }
+    MSC_RETURN_IF_ERROR(fill(*slot, entry, it->tag, it->data.data(), it->data.size()));
+    it = unexpected_.erase(it);
   }
   ibv_sge sge{reinterpret_cast<uint64_t>(&cts), sizeof(cts), cts_out_.registration.mr()->lkey};
   ibv_send_wr wr{};
@@ -417,12 +426,9 @@ Status IbRecvComm::fill(Slot& s, int entry, uint32_t tag, const uint8_t* data, s
 Status IbRecvComm::deliverEager(uint32_t tag, const uint8_t* data, size_t size) {
   for (int index : posted_) {
     Slot& s = slots_[static_cast<size_t>(index)];
-    if (s.assigned == (1u << s.posted.n) - 1) continue;
     for (int e = 0; e < s.posted.n; ++e) {
       if (!(s.assigned & (1u << e)) && s.posted.tags[e] == tag) return fill(s, e, tag, data, size);
     }
-    return failed(Status(ErrorCode::kMismatch, "ibverbs: a message with tag " + std::to_string(tag) + " from " +
-                                                   watch_.link().peer() + " matches no buffer of the oldest receive"));
   }
   unexpected_.push_back(Unexpected{tag, std::vector<uint8_t>(data, data + size)});
   return Status::ok();

@@ -6,10 +6,11 @@
 //   immediate whose immediate names the receive and the buffer.
 // - A small message (<= kEagerBytes) goes at once as a SEND on queue pair 0 into one of the receiver's bounce
 //   buffers (EagerHeader + payload), unless an earlier message still waits for its CTS (order is kept).
-// Both sides assign messages to posted buffers by the same rule, in message order: the first buffer of the
-// oldest receive that is not yet assigned, which must carry the message's tag. The sender replays it when a
-// CTS arrives (a small message sent before it fills its buffer without data moving); the receiver applies it
-// as SENDs arrive (the write completions of earlier large messages reach it first: same queue pair).
+// Both sides assign messages to posted buffers by the same rule, in message order: the first unassigned buffer
+// with the message's tag in the oldest receive that has one. The sender replays it as CTSs arrive (a small
+// message sent before its CTS fills its buffer without data moving); the receiver applies it as SENDs arrive
+// (the write completions of earlier large messages reach it first: same queue pair) or, for a message no
+// receive took yet, when the next receive is posted.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 #   perftest_test.sh <dir of the emulated libibverbs.so.1>
 set -euo pipefail
 export LD_LIBRARY_PATH=$1
-export MEGASCALE_EMU_ROCE_NETDEVS=lo
+export EMU_ROCE_NETDEVS=lo
 for tool in ib_send_bw ib_write_bw ib_read_bw; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (apt install perftest)"; exit 77; }
 done

@@ -47,7 +47,7 @@ Outcome flap(const std::string& knobs) {
   net.limitRate("400mbit");  // 64 MiB take ~1.3 s on the wire: the cut lands mid-message
   const std::string size = std::to_string(size_t{64} << 20);
   auto peer = [&](int host, const std::string& args) {
-    return net.on(host, "env LD_LIBRARY_PATH=" MEGASCALE_EMULATED_VERBS_DIR " MEGASCALE_EMU_ROCE_NETDEVS=" +
+    return net.on(host, "env LD_LIBRARY_PATH=" MEGASCALE_EMULATED_VERBS_DIR " EMU_ROCE_NETDEVS=" +
                             EmulatedCluster::nic() + " MEGASCALE_TCP_IFADDR=" + net.address(host) + " " + knobs +
                             " " MEGASCALE_FLAP_PEER_PATH " " + args);
   };
