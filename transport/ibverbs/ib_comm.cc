@@ -15,6 +15,7 @@ constexpr uint64_t kZeroReceive = uint64_t{4} << 40;  // wr_id of a receive with
 
 const VerbsApi& api(const IbQpSet& q) { return q.device().api(); }
 
+// 0, or the provider's error code.
 int postSend(ibv_qp* qp, ibv_send_wr* wr) {
   ibv_send_wr* bad = nullptr;
   return qp->context->ops.post_send(qp, wr, &bad);
@@ -23,6 +24,10 @@ int postSend(ibv_qp* qp, ibv_send_wr* wr) {
 int postRecv(ibv_qp* qp, ibv_recv_wr* wr) {
   ibv_recv_wr* bad = nullptr;
   return qp->context->ops.post_recv(qp, wr, &bad);
+}
+
+Status postFailed(int rc, const std::string& what, const std::string& peer) {
+  return Status(ErrorCode::kSystem, "ibverbs: " + what + " " + peer + " failed: " + errnoText(rc));
 }
 
 template <typename T, size_t N>
@@ -111,9 +116,7 @@ Status IbSendComm::postCtsReceive(int index) {
   wr.wr_id = kCtsReceive | static_cast<uint64_t>(index);
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  if (postRecv(qps_->qp(0), &wr) != 0) {
-    return Status(ErrorCode::kSystem, "ibverbs: posting a CTS receive for " + watch_.link().peer() + " failed");
-  }
+  if (int rc = postRecv(qps_->qp(0), &wr)) return postFailed(rc, "posting a CTS receive for", watch_.link().peer());
   return Status::ok();
 }
 
@@ -169,9 +172,7 @@ Status IbSendComm::postEager(Slot& s) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.send_flags = IBV_SEND_SIGNALED;
-  if (postSend(qps_->qp(0), &wr) != 0) {
-    return failed(Status(ErrorCode::kSystem, "ibverbs: posting a send to " + watch_.link().peer() + " failed"));
-  }
+  if (int rc = postSend(qps_->qp(0), &wr)) return failed(postFailed(rc, "posting a send to", watch_.link().peer()));
   s.outstanding = 1;
   s.posted = true;
   return Status::ok();
@@ -263,8 +264,8 @@ Status IbSendComm::postWrites(Slot& s, const Group& g, int entry) {
   size_wr.num_sge = 1;
   size_wr.wr.rdma.remote_addr = g.cts.sizes_addr + static_cast<uint64_t>(entry) * sizeof(uint64_t);
   size_wr.wr.rdma.rkey = g.cts.sizes_rkey;
-  if (postSend(qps_->qp(0), &size_wr) != 0) {
-    return failed(Status(ErrorCode::kSystem, "ibverbs: posting a write to " + watch_.link().peer() + " failed"));
+  if (int rc = postSend(qps_->qp(0), &size_wr)) {
+    return failed(postFailed(rc, "posting a write to", watch_.link().peer()));
   }
   const uint64_t total = too_large ? 0 : s.size;
   const uint32_t imm = (g.cts.slot << ib_wire::kSlotShift) | static_cast<uint32_t>(entry) |
@@ -288,9 +289,7 @@ Status IbSendComm::postWrites(Slot& s, const Group& g, int entry) {
         wr.wr_id = (static_cast<uint64_t>(s.index) << 8) | static_cast<uint64_t>(q);
         wr.imm_data = htonl(imm);
       }
-      if (postSend(qps_->qp(q), &wr) != 0) {
-        return failed(Status(ErrorCode::kSystem, "ibverbs: posting a write to " + watch_.link().peer() + " failed"));
-      }
+      if (int rc = postSend(qps_->qp(q), &wr)) return failed(postFailed(rc, "posting a write to", watch_.link().peer()));
       begin += chunk;
       if (last) break;
     }
@@ -331,9 +330,7 @@ Status IbRecvComm::postBounce(int index) {
   wr.wr_id = static_cast<uint64_t>(index);
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  if (postRecv(qps_->qp(0), &wr) != 0) {
-    return Status(ErrorCode::kSystem, "ibverbs: posting a receive for " + watch_.link().peer() + " failed");
-  }
+  if (int rc = postRecv(qps_->qp(0), &wr)) return postFailed(rc, "posting a receive for", watch_.link().peer());
   return Status::ok();
 }
 
@@ -341,9 +338,7 @@ Status IbRecvComm::postBounce(int index) {
 Status IbRecvComm::postZeroReceive(int qp) {
   ibv_recv_wr wr{};
   wr.wr_id = kZeroReceive;
-  if (postRecv(qps_->qp(qp), &wr) != 0) {
-    return Status(ErrorCode::kSystem, "ibverbs: posting a receive for " + watch_.link().peer() + " failed");
-  }
+  if (int rc = postRecv(qps_->qp(qp), &wr)) return postFailed(rc, "posting a receive for", watch_.link().peer());
   return Status::ok();
 }
 
@@ -351,6 +346,8 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
                          const MemoryRegion* const* mrs, Request** request) {
   *request = nullptr;
   if (!error_.isOk()) return error_;
+  if (cts_in_flight_ >= kMaxRequests) MSC_RETURN_IF_ERROR(progress());
+  if (cts_in_flight_ >= kMaxRequests) return Status::ok();  // no slot now: the caller retries after test()
   Slot* slot = nullptr;
   for (Slot& s : slots_) {
     if (!s.in_use) {
@@ -402,9 +399,10 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.send_flags = IBV_SEND_SIGNALED;
-  if (postSend(qps_->qp(0), &wr) != 0) {
-    return failed(Status(ErrorCode::kSystem, "ibverbs: sending a clear-to-send to " + watch_.link().peer() + " failed"));
+  if (int rc = postSend(qps_->qp(0), &wr)) {
+    return failed(postFailed(rc, "sending a clear-to-send to", watch_.link().peer()));
   }
+  ++cts_in_flight_;
   *request = slot;
   return Status::ok();
 }
@@ -439,7 +437,10 @@ Status IbRecvComm::onCompletion(const ibv_wc& wc) {
     const bool cts = (wc.wr_id & kCtsSend) != 0;
     return failed(completionError(*qps_, wc, cts ? "clear-to-send to" : "receive from", watch_.link().peer()));
   }
-  if (wc.wr_id & kCtsSend) return Status::ok();
+  if (wc.wr_id & kCtsSend) {
+    --cts_in_flight_;
+    return Status::ok();
+  }
   // A receive was consumed: put it back first (bounce buffers are copied out below, before anything reuses them).
   const bool bounce = wc.wr_id != kZeroReceive;
   if (wc.opcode == IBV_WC_RECV) {

@@ -136,6 +136,9 @@ class IbRecvComm : public RecvComm {
   PeerWatch watch_;
   std::array<Slot, kMaxRequests> slots_;
   std::deque<int> posted_;  // slots in irecv order, until done
+  // CTSs not yet acknowledged. At most kMaxRequests, the sender's CTS receives: more would meet receiver-not-
+  // ready NAKs and fill the send queue (a stream of small messages posts receives faster than CTSs drain).
+  int cts_in_flight_ = 0;
   std::deque<Unexpected> unexpected_;
   RegisteredArray<ib_wire::Cts, kMaxRequests> cts_out_;
   RegisteredArray<std::array<uint64_t, kMaxRecvs>, kMaxRequests> sizes_;
