@@ -96,6 +96,9 @@ struct State {
   transport::TransportOptions options;  // the transport knobs, read and checked at init
   std::vector<topology::NetInterface> interfaces;
   std::vector<std::string> names, pci_paths;  // storage for the char* in properties
+  // Registers memory for every comm (made at init): registrations belong to the device, not to a comm
+  // (ibverbs: one protection domain per process), and NCCL may close a listener before its comms register.
+  std::unique_ptr<transport::Transport> registrar;
 };
 
 State& state() {
@@ -165,6 +168,8 @@ Result init(nccl_abi::Logger logger) {
     if (s.initialized) return nccl_abi::kSuccess;
     s.transport_name = transport::networkTransport(config::getString("MEGASCALE_TRANSPORT"));
     s.options = transport::transportOptionsFromConfig();  // bad knobs fail init, not the first connection
+    // The transport once, now: a missing device (ibverbs without an active RDMA port) fails init, saying so.
+    s.registrar = transport::createTransport(s.transport_name, s.options);
     const std::string spec = topology::configuredInterfaceSpec();
     s.interfaces = topology::discoverInterfaces(spec);
     if (s.interfaces.empty()) {
@@ -295,15 +300,27 @@ Result registerMemory(void* comm, void* data, size_t size, int type, void** mhan
       log(kLogInfo, "regMr: only host memory is supported (type %d)", type);
       return nccl_abi::kInternalError;
     }
-    auto* region = new transport::MemoryRegion{data, size, transport::kHostPointer};
-    *mhandle = region;
+    auto region = std::make_unique<transport::MemoryRegion>();
+    {
+      State& st = state();
+      std::lock_guard lock(st.mutex);
+      Status s = st.registrar->registerMemory(data, size, transport::kHostPointer, region.get());
+      if (!s.isOk()) return fail("regMr", s);
+    }
+    *mhandle = region.release();
     return nccl_abi::kSuccess;
   });
 }
 
 Result deregisterMemory(void*, void* mhandle) {
   return guarded("deregMr", [&]() -> Result {
-    delete static_cast<transport::MemoryRegion*>(mhandle);
+    auto* region = static_cast<transport::MemoryRegion*>(mhandle);
+    if (region != nullptr && region->handle != nullptr) {
+      State& st = state();
+      std::lock_guard lock(st.mutex);
+      if (st.registrar) st.registrar->deregisterMemory(region);
+    }
+    delete region;
     return nccl_abi::kSuccess;
   });
 }

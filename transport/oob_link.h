@@ -33,6 +33,8 @@ class OobLink {
   bool peerGone() const;
   uint64_t remoteId() const { return remote_id_; }
   const std::string& peer() const { return peer_; }
+  /// Readable (POLLIN) once the peer closes its end: a sleeping waiter wakes for a dead peer.
+  int fd() const { return fd_.get(); }
 
  private:
   Fd fd_;

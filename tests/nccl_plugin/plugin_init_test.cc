@@ -49,9 +49,14 @@ TEST(PluginInit, MegascaleNetIfWinsOverNcclSocketIfname) {
 }
 
 TEST(PluginInit, TakesTheNetworkTransportOfTheOneKnob) {
+  // ibverbs without an RDMA device (this machine): init fails and says what is missing, whether the build
+  // lacks the transport or the host lacks the device.
   Probe verbs = runProbe("MEGASCALE_TRANSPORT=ibverbs");
   EXPECT_NE(verbs.output.find("v11 init=2"), std::string::npos) << verbs.output;
-  EXPECT_NE(verbs.output.find("no ibverbs transport"), std::string::npos) << verbs.output;
+  EXPECT_TRUE(verbs.output.find("no ibverbs transport") != std::string::npos ||
+              verbs.output.find("no RDMA device") != std::string::npos ||
+              verbs.output.find("no device with an active port") != std::string::npos)
+      << verbs.output;
   Probe unknown = runProbe("MEGASCALE_TRANSPORT=carrier-pigeon");
   EXPECT_NE(unknown.output.find("v11 init=4"), std::string::npos) << unknown.output;
   EXPECT_NE(unknown.output.find("expected auto or one of shm, ibverbs, ucx, tcp"), std::string::npos) << unknown.output;

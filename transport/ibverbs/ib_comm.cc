@@ -12,6 +12,8 @@ namespace {
 constexpr uint64_t kCtsReceive = uint64_t{1} << 40;  // wr_id of a CTS receive (| its ring index)
 constexpr uint64_t kCtsSend = uint64_t{2} << 40;     // wr_id of a CTS send (| its slot)
 constexpr uint64_t kZeroReceive = uint64_t{4} << 40;  // wr_id of a receive without a buffer (queue pairs 1..)
+// CTSs are signaled in batches: a completion per CTS would wake a sleeping receiver when nothing can move.
+constexpr int kCtsSignalEvery = 16;
 
 const VerbsApi& api(const IbQpSet& q) { return q.device().api(); }
 
@@ -197,7 +199,7 @@ Status IbSendComm::progress() {
   if (!error_.isOk()) return error_;
   ibv_wc wc[16];
   int n;
-  while ((n = qps_->cq()->context->ops.poll_cq(qps_->cq(), 16, wc)) > 0) {
+  while ((n = qps_->poll(16, wc)) > 0) {
     for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i]));
   }
   if (n < 0) return failed(Status(ErrorCode::kSystem, "ibverbs: polling the completion queue failed"));
@@ -299,6 +301,15 @@ Status IbSendComm::postWrites(Slot& s, const Group& g, int entry) {
   return Status::ok();
 }
 
+bool IbSendComm::appendReadiness(std::vector<pollfd>& fds) const {
+  bool pending = false;
+  for (const Slot& s : slots_) pending = pending || s.in_use;
+  if (!pending || !error_.isOk()) return true;  // nothing to wait for (an error returns at once from test())
+  qps_->appendReadiness(fds);
+  fds.push_back(pollfd{watch_.link().fd(), POLLIN, 0});
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Receive side.
 
@@ -398,11 +409,12 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
   wr.opcode = IBV_WR_SEND;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.send_flags = (cts_posted_ + 1) % kCtsSignalEvery == 0 ? IBV_SEND_SIGNALED : 0;
   if (int rc = postSend(qps_->qp(0), &wr)) {
     return failed(postFailed(rc, "sending a clear-to-send to", watch_.link().peer()));
   }
   ++cts_in_flight_;
+  ++cts_posted_;
   *request = slot;
   return Status::ok();
 }
@@ -438,7 +450,7 @@ Status IbRecvComm::onCompletion(const ibv_wc& wc) {
     return failed(completionError(*qps_, wc, cts ? "clear-to-send to" : "receive from", watch_.link().peer()));
   }
   if (wc.wr_id & kCtsSend) {
-    --cts_in_flight_;
+    cts_in_flight_ -= kCtsSignalEvery;
     return Status::ok();
   }
   // A receive was consumed: put it back first (bounce buffers are copied out below, before anything reuses them).
@@ -480,11 +492,18 @@ Status IbRecvComm::progress() {
   if (!error_.isOk()) return error_;
   ibv_wc wc[16];
   int n;
-  while ((n = qps_->cq()->context->ops.poll_cq(qps_->cq(), 16, wc)) > 0) {
+  while ((n = qps_->poll(16, wc)) > 0) {
     for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i]));
   }
   if (n < 0) return failed(Status(ErrorCode::kSystem, "ibverbs: polling the completion queue failed"));
   return Status::ok();
+}
+
+bool IbRecvComm::appendReadiness(std::vector<pollfd>& fds) const {
+  if (posted_.empty() || !error_.isOk()) return true;
+  qps_->appendReadiness(fds);
+  fds.push_back(pollfd{watch_.link().fd(), POLLIN, 0});
+  return true;
 }
 
 bool IbRecvComm::complete(const Slot& s) const {

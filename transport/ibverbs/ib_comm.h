@@ -55,6 +55,7 @@ class IbSendComm : public SendComm {
   ~IbSendComm() override;
   Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) override;
   Status test(Request* request, bool* done, size_t* size) override;
+  bool appendReadiness(std::vector<pollfd>& fds) const override;
 
  private:
   struct Slot : Request {
@@ -104,6 +105,7 @@ class IbRecvComm : public RecvComm {
   Status irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags, const MemoryRegion* const* mrs,
                Request** request) override;
   Status test(Request* request, bool* done, size_t* sizes) override;
+  bool appendReadiness(std::vector<pollfd>& fds) const override;
   uint64_t remoteId() const override { return watch_.link().remoteId(); }
 
  private:
@@ -139,6 +141,7 @@ class IbRecvComm : public RecvComm {
   // CTSs not yet acknowledged. At most kMaxRequests, the sender's CTS receives: more would meet receiver-not-
   // ready NAKs and fill the send queue (a stream of small messages posts receives faster than CTSs drain).
   int cts_in_flight_ = 0;
+  int cts_posted_ = 0;  // every kCtsSignalEvery-th is signaled: its completion retires the ones before it
   std::deque<Unexpected> unexpected_;
   RegisteredArray<ib_wire::Cts, kMaxRequests> cts_out_;
   RegisteredArray<std::array<uint64_t, kMaxRecvs>, kMaxRequests> sizes_;

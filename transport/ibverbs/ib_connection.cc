@@ -1,5 +1,9 @@
 #include "transport/ibverbs/ib_connection.h"
 
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -29,7 +33,11 @@ IbQpSet::IbQpSet(std::shared_ptr<IbDevice> device, const IbQpSettings& settings,
     : device_(std::move(device)), settings_(settings) {
   const VerbsApi& api = device_->api();
   const int n = std::clamp(settings.qps, 1, kMaxQpsPerConnection);
-  cq_ = api.create_cq(device_->context(), n * (send_depth + recv_depth), nullptr, nullptr, 0);
+  channel_ = api.create_comp_channel(device_->context());
+  if (channel_ == nullptr) throw Error(ErrorCode::kSystem, "ibverbs: " + device_->name() + ": no completion channel");
+  fcntl(channel_->fd, F_SETFL, fcntl(channel_->fd, F_GETFL) | O_NONBLOCK);  // events are taken without waiting
+  found_fd_ = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  cq_ = api.create_cq(device_->context(), n * (send_depth + recv_depth), nullptr, channel_, 0);
   if (cq_ == nullptr) throw Error(ErrorCode::kSystem, "ibverbs: " + device_->name() + ": ibv_create_cq failed");
   randomBytes(&psn_, sizeof(psn_));
   psn_ &= 0xffffff;
@@ -58,6 +66,43 @@ IbQpSet::IbQpSet(std::shared_ptr<IbDevice> device, const IbQpSettings& settings,
 IbQpSet::~IbQpSet() {
   for (ibv_qp* qp : qps_) device_->api().destroy_qp(qp);
   if (cq_ != nullptr) device_->api().destroy_cq(cq_);
+  if (channel_ != nullptr) device_->api().destroy_comp_channel(channel_);
+}
+
+int IbQpSet::poll(int max, ibv_wc* out) {
+  if (!found_while_arming_.empty()) {
+    const int n = std::min<int>(max, static_cast<int>(found_while_arming_.size()));
+    std::copy(found_while_arming_.begin(), found_while_arming_.begin() + n, out);
+    found_while_arming_.erase(found_while_arming_.begin(), found_while_arming_.begin() + n);
+    if (found_while_arming_.empty()) {
+      uint64_t count;
+      (void)!read(found_fd_.get(), &count, sizeof(count));
+    }
+    return n;
+  }
+  return cq_->context->ops.poll_cq(cq_, max, out);
+}
+
+void IbQpSet::appendReadiness(std::vector<pollfd>& fds) {
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  unsigned events = 0;
+  while (device_->api().get_cq_event(channel_, &cq, &context) == 0) ++events;
+  if (events > 0) device_->api().ack_cq_events(cq_, events);
+  if (found_while_arming_.empty() && cq_->context->ops.req_notify_cq(cq_, 0) == 0) {
+    // A completion that came between the caller's last poll and the request raises no event: look once more.
+    ibv_wc wc[16];
+    int n;
+    while ((n = cq_->context->ops.poll_cq(cq_, 16, wc)) > 0) {
+      found_while_arming_.insert(found_while_arming_.end(), wc, wc + n);
+    }
+    if (found_while_arming_.empty()) {
+      fds.push_back(pollfd{channel_->fd, POLLIN, 0});
+      return;
+    }
+  }
+  signalEventFd(found_fd_.get());
+  fds.push_back(pollfd{found_fd_.get(), POLLIN, 0});
 }
 
 QpSetInfo IbQpSet::localInfo() const {

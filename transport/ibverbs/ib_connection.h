@@ -3,11 +3,14 @@
 // queue. The two ends swap QpSetInfo over the setup socket (oob_link.h) and move their queue pairs to RTS.
 #pragma once
 
+#include <poll.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/socket.h"
 #include "common/status.h"
 #include "transport/ibverbs/ib_device.h"
 
@@ -47,6 +50,12 @@ class IbQpSet {
   /// INIT -> RTR -> RTS toward the peer's queue pairs (matched one to one). The peer must have as many.
   Status connect(const QpSetInfo& remote, const std::string& peer);
 
+  /// Polls up to `max` completions: first those arm() found, then the queue's.
+  int poll(int max, ibv_wc* out);
+  /// What a waiter sleeps on: the completion channel, asked for its next event (readable once a completion
+  /// arrives), or a descriptor that is readable already when a completion came while asking.
+  void appendReadiness(std::vector<pollfd>& fds);
+
   int size() const { return static_cast<int>(qps_.size()); }
   ibv_qp* qp(int i) const { return qps_[static_cast<size_t>(i)]; }
   ibv_cq* cq() const { return cq_; }
@@ -56,7 +65,10 @@ class IbQpSet {
  private:
   std::shared_ptr<IbDevice> device_;
   IbQpSettings settings_;
+  ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
+  std::vector<ibv_wc> found_while_arming_;
+  Fd found_fd_;  // eventfd, readable while found_while_arming_ holds completions
   std::vector<ibv_qp*> qps_;
   uint32_t psn_;
 };

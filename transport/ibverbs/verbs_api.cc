@@ -48,6 +48,10 @@ void load() {
   bind(library, "ibv_modify_qp", &g_api.modify_qp, &missing);
   bind(library, "ibv_destroy_qp", &g_api.destroy_qp, &missing);
   bind(library, "ibv_wc_status_str", &g_api.wc_status_str, &missing);
+  bind(library, "ibv_create_comp_channel", &g_api.create_comp_channel, &missing);
+  bind(library, "ibv_destroy_comp_channel", &g_api.destroy_comp_channel, &missing);
+  bind(library, "ibv_get_cq_event", &g_api.get_cq_event, &missing);
+  bind(library, "ibv_ack_cq_events", &g_api.ack_cq_events, &missing);
   if (!missing.empty()) g_failure = std::string("ibverbs: ") + kLibrary + " lacks " + missing;
 }
 

@@ -30,6 +30,10 @@ struct VerbsApi {
   int (*modify_qp)(ibv_qp*, ibv_qp_attr*, int);
   int (*destroy_qp)(ibv_qp*);
   const char* (*wc_status_str)(ibv_wc_status);
+  ibv_comp_channel* (*create_comp_channel)(ibv_context*);
+  int (*destroy_comp_channel)(ibv_comp_channel*);
+  int (*get_cq_event)(ibv_comp_channel*, ibv_cq**, void**);
+  void (*ack_cq_events)(ibv_cq*, unsigned int);
 };
 
 /// libibverbs.so.1, opened once per process. Throws Error(kUnavailable) saying what is missing.
