@@ -80,11 +80,12 @@ uint64_t guidFromMac(const uint8_t mac[6], int index) {
 }  // namespace
 
 const std::vector<EmuDevice*>& emulatedDevices() {
-  static const std::vector<EmuDevice*> devices = [] {
+  // Never destroyed (a device list's entries may be used until exit), and reachable from a global for LeakSanitizer.
+  static const std::vector<EmuDevice*>& devices = *new std::vector<EmuDevice*>([] {
     std::vector<EmuDevice*> out;
     int index = 0;
     for (const Netdev& n : findNetdevs()) {
-      auto* d = new EmuDevice{};  // lives for the process, as a real device list's entries may be kept
+      auto* d = new EmuDevice{};
       d->netdev = n;
       d->guid = guidFromMac(n.mac, index);
       d->device.node_type = IBV_NODE_CA;
@@ -97,7 +98,7 @@ const std::vector<EmuDevice*>& emulatedDevices() {
       ++index;
     }
     return out;
-  }();
+  }());
   return devices;
 }
 
