@@ -368,7 +368,7 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
   }
   if (slot == nullptr) return Status::ok();
   MSC_RETURN_IF_ERROR(slot->posted.post(n, data, sizes, tags));
-  ib_wire::Cts& cts = cts_out_.items[static_cast<size_t>(slot->index)];
+  ib_wire::Cts& cts = cts_out_.items[static_cast<size_t>(cts_posted_ % (2 * kMaxRequests))];
   cts = {};
   cts.slot = static_cast<uint32_t>(slot->index);
   cts.count = static_cast<uint32_t>(n);

@@ -143,7 +143,9 @@ class IbRecvComm : public RecvComm {
   int cts_in_flight_ = 0;
   int cts_posted_ = 0;  // every kCtsSignalEvery-th is signaled: its completion retires the ones before it
   std::deque<Unexpected> unexpected_;
-  RegisteredArray<ib_wire::Cts, kMaxRequests> cts_out_;
+  // A CTS buffer is reused only after its send completed: a receive can finish (its small messages came
+  // eagerly) before its CTS has left, so CTSs rotate over twice as many buffers as may be in flight.
+  RegisteredArray<ib_wire::Cts, 2 * kMaxRequests> cts_out_;
   RegisteredArray<std::array<uint64_t, kMaxRecvs>, kMaxRequests> sizes_;
   RegisteredArray<std::array<uint8_t, ib_wire::kBounceBytes>, kBounces> bounces_;
   Status error_;
