@@ -32,6 +32,15 @@ Status postFailed(int rc, const std::string& what, const std::string& peer) {
   return Status(ErrorCode::kSystem, "ibverbs: " + what + " " + peer + " failed: " + errnoText(rc));
 }
 
+// The first request slot not in use, or null when all are.
+template <typename Slot, size_t N>
+Slot* freeSlot(std::array<Slot, N>& slots) {
+  for (Slot& s : slots) {
+    if (!s.in_use) return &s;
+  }
+  return nullptr;
+}
+
 template <typename T, size_t N>
 void registerArray(IbDevice& device, RegisteredArray<T, N>* array) {
   Status s = TransferRegistration::make(device, array->items.data(), sizeof(array->items), nullptr,
@@ -130,13 +139,7 @@ Status IbSendComm::failed(Status s) {
 Status IbSendComm::isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) {
   *request = nullptr;
   if (!error_.isOk()) return error_;
-  Slot* slot = nullptr;
-  for (Slot& s : slots_) {
-    if (!s.in_use) {
-      slot = &s;
-      break;
-    }
-  }
+  Slot* slot = freeSlot(slots_);
   if (slot == nullptr) return Status::ok();
   slot->posted = false;
   slot->outstanding = 0;
@@ -359,13 +362,7 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
   if (!error_.isOk()) return error_;
   if (cts_in_flight_ >= kMaxRequests) MSC_RETURN_IF_ERROR(progress());
   if (cts_in_flight_ >= kMaxRequests) return Status::ok();  // no slot now: the caller retries after test()
-  Slot* slot = nullptr;
-  for (Slot& s : slots_) {
-    if (!s.in_use) {
-      slot = &s;
-      break;
-    }
-  }
+  Slot* slot = freeSlot(slots_);
   if (slot == nullptr) return Status::ok();
   MSC_RETURN_IF_ERROR(slot->posted.post(n, data, sizes, tags));
   ib_wire::Cts& cts = cts_out_.items[static_cast<size_t>(cts_posted_ % (2 * kMaxRequests))];
