@@ -1,6 +1,5 @@
 #include "transport/transport.h"
 
-
 namespace megascale::transport {
 
 Address Address::fromString(const std::string& s) {
@@ -16,12 +15,17 @@ Address Address::fromString(const std::string& s) {
 
 Status Transport::registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr) {
   if (!(properties().pointer_kinds & kind)) {
-    return Status(ErrorCode::kInvalidArgument, properties().name + ": cannot register this kind of memory");
+    return Status(ErrorCode::kInvalidArgument, properties().name + ": cannot register " +
+                                                   (kind == kDevicePointer ? "device" : "host") + " memory");
   }
   mr->base = data;
   mr->size = size;
   mr->kind = kind;
   return Status::ok();
+}
+
+Status Transport::registerDmaBuf(void*, size_t, int, uint64_t, MemoryRegion*) {
+  return Status(ErrorCode::kUnavailable, properties().name + ": cannot register dma-buf memory");
 }
 
 bool Transport::canConnect(const Address& address) const {

@@ -31,6 +31,15 @@ struct Address {
 
 enum PointerKind : unsigned { kHostPointer = 1, kDevicePointer = 2 };
 
+/// The NIC a device transport drives (empty name for socket transports, which use the interfaces topology/
+/// finds): what the NCCL plugin reports as its device.
+struct NicInfo {
+  std::string name;      // e.g. mlx5_0
+  std::string pci_path;  // the device's sysfs PCI path; empty when it has none (the emulated device)
+  std::string ipv4;      // the address its traffic uses (RoCEv2: the IPv4 in its GID); empty if none
+  uint64_t guid = 0;
+};
+
 /// What a transport can do; callers ask for capabilities, never for identities.
 struct Properties {
   std::string name;
@@ -39,9 +48,11 @@ struct Properties {
   int max_requests = kMaxRequests;
   int max_recvs = 1;
   unsigned pointer_kinds = kHostPointer;
+  bool dma_buf = false;  // registerDmaBuf works (memory given by a dma-buf descriptor)
   bool same_host_only = false;
   bool one_sided_write = false;
   size_t max_message_bytes = SIZE_MAX;
+  NicInfo nic;
 };
 
 /// Registered memory. Host transports need no pinning; the handle still travels so RDMA fits later.
@@ -86,6 +97,15 @@ class RecvComm {
   virtual bool appendReadiness(std::vector<pollfd>& fds) const {
     (void)fds;
     return false;
+  }
+  /// After a receive into device memory completed: makes its data visible to the GPU (the NIC's writes may
+  /// still be in flight through PCIe), as NCCL's flush. *request is null when nothing needs flushing (host
+  /// memory, every transport without device memory); else test() reports it done.
+  virtual Status iflush(int n, void* const* data, const size_t* sizes, const MemoryRegion* const* mrs,
+                        Request** request) {
+    (void)n, (void)data, (void)sizes, (void)mrs;
+    *request = nullptr;
+    return Status::ok();
   }
   /// The id the connecting side passed to connect() (the peer's rank inside megascale).
   virtual uint64_t remoteId() const = 0;
@@ -136,7 +156,10 @@ class Transport {
   /// Starts connecting to a listener's address; local_id is what the other side's remoteId() returns.
   virtual std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) = 0;
   virtual Status registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr);
-  /// Undoes registerMemory (the region must have no transfer in flight).
+  /// Registers device memory given as a dma-buf descriptor (`offset`: where data starts in it), as NCCL's
+  /// regMrDmaBuf. kUnavailable unless properties().dma_buf.
+  virtual Status registerDmaBuf(void* data, size_t size, int fd, uint64_t offset, MemoryRegion* mr);
+  /// Undoes registerMemory or registerDmaBuf (the region must have no transfer in flight).
   virtual void deregisterMemory(MemoryRegion* mr) { mr->handle = nullptr; }
   /// Whether connect(address) can work: the address is one of this transport's ("name:...") and the peer is
   /// within reach (a same-host transport checks that the peer shares this host).
@@ -171,6 +194,9 @@ struct TransportOptions {
   int ib_service_level = 0;
   int ib_timeout = 19;
   int ib_retry_cnt = 7;
+  // Receives may land in device memory (the NCCL plugin with GPU memory support): ibverbs then sends nothing
+  // eagerly into host bounce buffers, since no CPU copy may touch the receiver's buffer.
+  bool device_memory_receives = false;
 };
 
 

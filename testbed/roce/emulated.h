@@ -68,10 +68,21 @@ struct EmuPd {
   ibv_pd pd;  // first
 };
 
+/// A memory region. Work requests and peers address it by IO virtual address (mr.addr: the iova, as the verbs
+/// say); its bytes are at `host`. They differ for a dma-buf region (a GPU's memory, or a memfd in tests), which
+/// the emulated NIC maps into this process as a real NIC maps it for DMA.
 struct EmuMr {
   ibv_mr mr;  // first
   int access;
+  uint8_t* host = nullptr;
+  void* mapping = nullptr;  // dma-buf: the mmap to undo at deregistration
+  size_t mapping_bytes = 0;
 };
+
+/// Where the byte at IO virtual address `addr` of region `m` is (the caller checked it is inside).
+inline uint8_t* hostAddress(const EmuMr* m, uint64_t addr) {
+  return m->host + (addr - reinterpret_cast<uint64_t>(m->mr.addr));
+}
 
 /// The NIC thread: started when a device is opened, stopped when it is closed.
 void startNic(EmuContext* c);
@@ -142,8 +153,8 @@ struct EmuQp {
   bool nak_sent = false;     // a sequence NAK for epsn went out; not again until epsn moves
   bool in_message = false;   // a multi-packet SEND or WRITE is under way
   uint64_t message_offset = 0;
-  uint64_t write_addr = 0;   // WRITE: where the next payload byte goes
-  uint64_t write_end = 0;
+  uint8_t* write_at = nullptr;   // WRITE: where the next payload byte goes
+  uint8_t* write_end = nullptr;
   bool length_error = false;  // SEND: the message overflowed the receive buffer
 };
 

@@ -67,7 +67,7 @@ bool sgCopy(EmuContext* c, const std::vector<Sge>& sges, uint64_t offset, uint8_
       continue;
     }
     const size_t n = std::min<uint64_t>(size, s.length - offset);
-    auto* p = reinterpret_cast<uint8_t*>(s.addr + offset);
+    uint8_t* p = hostAddress(findMr(c, s.lkey, false), s.addr + offset);
     if (into_sges) {
       std::memcpy(p, flat, n);
     } else {
@@ -280,7 +280,7 @@ void respondToRead(EmuContext* c, EmuQp* q, const Header& h) {
     r.psn = psnAdd(h.psn, k);
     const uint64_t offset = uint64_t{k} * q->mtu;
     const size_t size = static_cast<size_t>(std::min<uint64_t>(q->mtu, h.length - offset));
-    sendDatagram(q, r, reinterpret_cast<const uint8_t*>(h.remote_addr + offset), size);
+    sendDatagram(q, r, hostAddress(m, h.remote_addr + offset), size);
   }
   if (psnDiff(h.psn, q->epsn) == 0) q->epsn = psnAdd(q->epsn, packets);
 }
@@ -320,16 +320,16 @@ bool acceptRequest(EmuContext* c, EmuQp* q, const Header& h, const uint8_t* data
         sendAck(q, kRemoteAccessNak, h.psn);
         return false;
       }
-      q->write_addr = h.remote_addr;
-      q->write_end = h.remote_addr + h.length;
+      q->write_at = hostAddress(m, h.remote_addr);
+      q->write_end = q->write_at + h.length;
     }
-    if (q->write_addr + size > q->write_end) {
+    if (size > static_cast<size_t>(q->write_end - q->write_at)) {
       q->in_message = false;
       sendAck(q, kInvalidRequestNak, h.psn);
       return false;
     }
-    std::memcpy(reinterpret_cast<void*>(q->write_addr), data, size);
-    q->write_addr += size;
+    std::memcpy(q->write_at, data, size);
+    q->write_at += size;
   }
   q->message_offset += size;
   if (last) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/ip.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,35 +69,63 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   return 0;
 }
 
-ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+namespace {
+
+// A region whose bytes are at `host` and which work requests address from `iova`.
+ibv_mr* registerRegion(ibv_pd* pd, uint8_t* host, size_t length, uint64_t iova, unsigned int access) {
   if ((access & ~kAccessFlagsKnown) != 0) return failNull<ibv_mr>(EINVAL);
   // Remote write or atomics need local write (IB spec o10-35); real NICs refuse the same way.
   if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
     return failNull<ibv_mr>(EINVAL);
   }
-  if (addr == nullptr && length > 0) return failNull<ibv_mr>(EINVAL);
+  if (host == nullptr && length > 0) return failNull<ibv_mr>(EINVAL);
   auto* m = new EmuMr{};
   m->mr.context = pd->context;
   m->mr.pd = pd;
-  m->mr.addr = addr;
+  m->mr.addr = reinterpret_cast<void*>(iova);
   m->mr.length = length;
   m->mr.handle = nextKey(emu(pd->context));
   m->mr.lkey = m->mr.handle;
   m->mr.rkey = m->mr.handle | 0x80000000u;  // distinct from every lkey: a peer using an lkey is caught
   m->access = static_cast<int>(access);
-  (void)iova;  // addresses are virtual addresses here (iova == addr), as with ibv_reg_mr
+  m->host = host;
   EmuContext* c = emu(pd->context);
   std::lock_guard<std::mutex> guard(c->lock);
   c->mrs[m->mr.handle] = m;
   return &m->mr;
 }
 
+}  // namespace
+
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  return registerRegion(pd, static_cast<uint8_t*>(addr), length, iova, access);
+}
+
 ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
 }
 
-ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
-  return failNull<ibv_mr>(EOPNOTSUPP);  // no GPU behind the emulated device
+// The exporter's buffer is mapped here as a NIC maps it for DMA: any mmap-able file stands in for a GPU's
+// dma-buf (a memfd in tests), so device-memory registration moves real bytes without a GPU.
+ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access) {
+  if (length == 0) return failNull<ibv_mr>(EINVAL);
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset & ~(page - 1);
+  const size_t bytes = static_cast<size_t>(offset - start + length);
+  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(start));
+  if (mapping == MAP_FAILED) return failNull<ibv_mr>(errno == EACCES || errno == ENODEV ? EINVAL : errno);
+  ibv_mr* mr = registerRegion(pd, static_cast<uint8_t*>(mapping) + (offset - start), length, iova,
+                              static_cast<unsigned>(access));
+  if (mr == nullptr) {
+    const int error = errno;
+    munmap(mapping, bytes);
+    errno = error;
+    return nullptr;
+  }
+  auto* m = reinterpret_cast<EmuMr*>(mr);
+  m->mapping = mapping;
+  m->mapping_bytes = bytes;
+  return mr;
 }
 
 int ibv_dereg_mr(ibv_mr* mr) {
@@ -105,7 +134,9 @@ int ibv_dereg_mr(ibv_mr* mr) {
     std::lock_guard<std::mutex> guard(c->lock);
     c->mrs.erase(mr->handle);
   }
-  delete reinterpret_cast<EmuMr*>(mr);
+  auto* m = reinterpret_cast<EmuMr*>(mr);
+  if (m->mapping != nullptr) munmap(m->mapping, m->mapping_bytes);
+  delete m;
   return 0;
 }
 

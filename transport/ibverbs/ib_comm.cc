@@ -41,50 +41,7 @@ Slot* freeSlot(std::array<Slot, N>& slots) {
   return nullptr;
 }
 
-template <typename T, size_t N>
-void registerArray(IbDevice& device, RegisteredArray<T, N>* array) {
-  Status s = TransferRegistration::make(device, array->items.data(), sizeof(array->items), nullptr,
-                                        &array->registration);
-  if (!s.isOk()) throw Error(s.code(), s.message());
-}
-
 }  // namespace
-
-TransferRegistration& TransferRegistration::operator=(TransferRegistration&& o) noexcept {
-  if (this != &o) {
-    reset();
-    device_ = o.device_;
-    mr_ = o.mr_;
-    owned_ = o.owned_;
-    o.mr_ = nullptr;
-  }
-  return *this;
-}
-
-Status TransferRegistration::make(IbDevice& device, void* data, size_t size, const MemoryRegion* given,
-                                  TransferRegistration* out) {
-  if (given != nullptr && given->handle != nullptr) {
-    *out = TransferRegistration(&device, static_cast<ibv_mr*>(given->handle), false);
-    return Status::ok();
-  }
-  std::lock_guard<std::mutex> guard(device.registrationLock());
-  ibv_mr* mr = device.api().reg_mr(device.pd(), data, std::max<size_t>(size, 1),
-                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  if (mr == nullptr) {
-    return Status(ErrorCode::kSystem, "ibverbs: registering " + std::to_string(size) + " bytes on " + device.name() +
-                                          " failed: " + errnoText(errno));
-  }
-  *out = TransferRegistration(&device, mr, true);
-  return Status::ok();
-}
-
-void TransferRegistration::reset() {
-  if (mr_ != nullptr && owned_) {
-    std::lock_guard<std::mutex> guard(device_->registrationLock());
-    device_->api().dereg_mr(mr_);
-  }
-  mr_ = nullptr;
-}
 
 Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& what, const std::string& peer) {
   std::string text = "ibverbs: " + what + " " + peer + " on " + qps.device().name() + " (qp " +
@@ -107,11 +64,12 @@ Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& 
 // ---------------------------------------------------------------------------------------------------------
 // Send side.
 
-IbSendComm::IbSendComm(std::shared_ptr<IbQpSet> qps, OobLink link) : qps_(std::move(qps)), watch_(std::move(link)) {
+IbSendComm::IbSendComm(std::shared_ptr<IbQpSet> qps, OobLink link, size_t eager_bytes)
+    : qps_(std::move(qps)), watch_(std::move(link)), eager_bytes_(eager_bytes) {
   for (int i = 0; i < kMaxRequests; ++i) slots_[static_cast<size_t>(i)].index = i;
-  registerArray(qps_->device(), &cts_ring_);
-  registerArray(qps_->device(), &size_staging_);
-  registerArray(qps_->device(), &eager_staging_);
+  cts_ring_.registerOn(qps_->device());
+  size_staging_.registerOn(qps_->device());
+  eager_staging_.registerOn(qps_->device());
   for (int i = 0; i < kMaxRequests; ++i) {
     Status s = postCtsReceive(i);
     if (!s.isOk()) throw Error(s.code(), s.message());
@@ -146,10 +104,12 @@ Status IbSendComm::isend(const void* data, size_t size, uint32_t tag, const Memo
   slot->data = static_cast<const uint8_t*>(data);
   slot->size = size;
   slot->tag = tag;
-  // Small, and nothing before it waits for a CTS: it leaves now, so a receive posted later finds it there.
+  // Small, from host memory (no CPU copy may read device memory), and nothing before it waits for a CTS: it
+  // leaves now, so a receive posted later finds it there.
   bool all_eager = true;
   for (const Pending& p : pending_) all_eager = all_eager && p.eager;
-  if (size <= ib_wire::kEagerBytes && all_eager) {
+  const bool device_memory = mr != nullptr && mr->kind == kDevicePointer && size > 0;
+  if (size <= eager_bytes_ && all_eager && !device_memory) {
     MSC_RETURN_IF_ERROR(postEager(*slot));
     pending_.push_back(Pending{slot->index, tag, true});
   } else {
@@ -318,9 +278,9 @@ bool IbSendComm::appendReadiness(std::vector<pollfd>& fds) const {
 
 IbRecvComm::IbRecvComm(std::shared_ptr<IbQpSet> qps, OobLink link) : qps_(std::move(qps)), watch_(std::move(link)) {
   for (int i = 0; i < kMaxRequests; ++i) slots_[static_cast<size_t>(i)].index = i;
-  registerArray(qps_->device(), &cts_out_);
-  registerArray(qps_->device(), &sizes_);
-  registerArray(qps_->device(), &bounces_);
+  cts_out_.registerOn(qps_->device());
+  sizes_.registerOn(qps_->device());
+  bounces_.registerOn(qps_->device());
   Status s;
   for (int i = 0; i < kBounces && s.isOk(); ++i) s = postBounce(i);
   for (int q = 1; q < qps_->size() && s.isOk(); ++q) {
@@ -423,6 +383,11 @@ Status IbRecvComm::fill(Slot& s, int entry, uint32_t tag, const uint8_t* data, s
                                                    std::to_string(s.posted.capacity[entry]) + " bytes (tag " +
                                                    std::to_string(tag) + ")"));
   }
+  if (size > 0 && s.registrations[static_cast<size_t>(entry)].deviceMemory()) {
+    return failed(Status(ErrorCode::kMismatch, "ibverbs: " + watch_.link().peer() + " sent " + std::to_string(size) +
+                                                   " bytes eagerly for a buffer in device memory, which no CPU copy "
+                                                   "may fill (tag " + std::to_string(tag) + ")"));
+  }
   if (size > 0) std::memcpy(s.posted.data[entry], data, size);
   s.posted.sizes[entry] = size;
   s.eager[static_cast<size_t>(entry)] = true;
@@ -510,7 +475,30 @@ bool IbRecvComm::complete(const Slot& s) const {
   return true;
 }
 
+Status IbRecvComm::iflush(int n, void* const* data, const size_t* sizes, const MemoryRegion* const* mrs,
+                          Request** request) {
+  *request = nullptr;
+  if (!error_.isOk()) return error_;
+  int last = -1;
+  for (int i = 0; i < n && mrs != nullptr; ++i) {
+    if (sizes[i] > 0 && mrs[i] != nullptr && mrs[i]->kind == kDevicePointer && mrs[i]->handle != nullptr) last = i;
+  }
+  if (last < 0) return Status::ok();  // host memory: the CPU sees what the NIC wrote once the write completed
+  if (flush_ == nullptr) {
+    try {
+      flush_ = std::make_unique<IbFlush>(qps_->sharedDevice(), qps_->settings(), watch_.link().peer());
+    } catch (const Error& e) {
+      return failed(Status(e.code(), e.what()));
+    }
+  }
+  return flush_->post(data[last], *static_cast<const ibv_mr*>(mrs[last]->handle), request);
+}
+
 Status IbRecvComm::test(Request* request, bool* done, size_t* sizes) {
+  if (flush_ != nullptr && flush_->owns(request)) {
+    Status s = flush_->test(request, done);
+    return s.isOk() ? s : failed(s);
+  }
   auto* slot = static_cast<Slot*>(request);
   *done = false;
   MSC_RETURN_IF_ERROR(progress());

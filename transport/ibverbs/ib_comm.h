@@ -11,47 +11,19 @@
 #include <vector>
 
 #include "transport/ibverbs/ib_connection.h"
+#include "transport/ibverbs/ib_flush.h"
 #include "transport/ibverbs/ib_wire.h"
+#include "transport/ibverbs/transfer_registration.h"
 #include "transport/oob_link.h"
 #include "transport/posted_receive.h"
 #include "transport/transport.h"
 
 namespace megascale::transport {
 
-/// An ibv_mr held for a transfer: the caller's (not ours to free) or one made for it.
-class TransferRegistration {
- public:
-  TransferRegistration() = default;
-  TransferRegistration(IbDevice* device, ibv_mr* mr, bool owned) : device_(device), mr_(mr), owned_(owned) {}
-  ~TransferRegistration() { reset(); }
-  TransferRegistration(TransferRegistration&& o) noexcept { *this = std::move(o); }
-  TransferRegistration& operator=(TransferRegistration&& o) noexcept;
-  /// Registers [data, data + size) unless `given` carries a registration.
-  static Status make(IbDevice& device, void* data, size_t size, const MemoryRegion* given, TransferRegistration* out);
-  void reset();
-  ibv_mr* mr() const { return mr_; }
-  /// Hands the registration to the caller (deregisterMemory frees it).
-  ibv_mr* release() {
-    owned_ = false;
-    return std::exchange(mr_, nullptr);
-  }
-
- private:
-  IbDevice* device_ = nullptr;
-  ibv_mr* mr_ = nullptr;
-  bool owned_ = false;
-};
-
-/// A registered array of T that lives as long as its comm.
-template <typename T, size_t N>
-struct RegisteredArray {
-  std::array<T, N> items{};
-  TransferRegistration registration;
-};
-
 class IbSendComm : public SendComm {
  public:
-  IbSendComm(std::shared_ptr<IbQpSet> qps, OobLink link);
+  /// `eager_bytes`: the receiver's eager limit (QpSetInfo).
+  IbSendComm(std::shared_ptr<IbQpSet> qps, OobLink link, size_t eager_bytes);
   ~IbSendComm() override;
   Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) override;
   Status test(Request* request, bool* done, size_t* size) override;
@@ -92,6 +64,7 @@ class IbSendComm : public SendComm {
   std::array<Slot, kMaxRequests> slots_;
   std::deque<Pending> pending_;  // every message not yet assigned a buffer, in isend order
   std::deque<Group> groups_;     // CTS received, oldest first
+  size_t eager_bytes_;
   RegisteredArray<ib_wire::Cts, kMaxRequests> cts_ring_;
   RegisteredArray<uint64_t, kMaxRequests> size_staging_;
   RegisteredArray<std::array<uint8_t, ib_wire::kBounceBytes>, kMaxRequests> eager_staging_;
@@ -106,6 +79,9 @@ class IbRecvComm : public RecvComm {
                Request** request) override;
   Status test(Request* request, bool* done, size_t* sizes) override;
   bool appendReadiness(std::vector<pollfd>& fds) const override;
+  /// An RDMA READ of the last device-memory buffer that received bytes (IbFlush); null for host memory.
+  Status iflush(int n, void* const* data, const size_t* sizes, const MemoryRegion* const* mrs,
+                Request** request) override;
   uint64_t remoteId() const override { return watch_.link().remoteId(); }
 
  private:
@@ -148,6 +124,7 @@ class IbRecvComm : public RecvComm {
   RegisteredArray<ib_wire::Cts, 2 * kMaxRequests> cts_out_;
   RegisteredArray<std::array<uint64_t, kMaxRecvs>, kMaxRequests> sizes_;
   RegisteredArray<std::array<uint8_t, ib_wire::kBounceBytes>, kBounces> bounces_;
+  std::unique_ptr<IbFlush> flush_;  // made at the first flush of device memory
   Status error_;
 };
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/crypto.h"
+#include "transport/ibverbs/ib_wire.h"
 
 namespace megascale::transport {
 
@@ -22,9 +23,10 @@ Status QpSetInfo::decode(const std::string& blob, QpSetInfo* info) {
   }
   std::memcpy(info, blob.data(), sizeof(*info));
   if (info->count < 1 || info->count > static_cast<uint32_t>(kMaxQpsPerConnection) || info->mtu < IBV_MTU_256 ||
-      info->mtu > IBV_MTU_4096) {
+      info->mtu > IBV_MTU_4096 || info->eager_bytes > ib_wire::kEagerBytes) {
     return Status(ErrorCode::kPeerLost, "ibverbs: a queue pair description with " + std::to_string(info->count) +
-                                            " queue pairs and MTU code " + std::to_string(info->mtu));
+                                            " queue pairs, MTU code " + std::to_string(info->mtu) +
+                                            " and an eager limit of " + std::to_string(info->eager_bytes) + " bytes");
   }
   return Status::ok();
 }
@@ -112,6 +114,7 @@ QpSetInfo IbQpSet::localInfo() const {
   info.psn = psn_;
   std::memcpy(info.gid, device_->gid().raw, 16);
   info.mtu = device_->mtu();
+  info.eager_bytes = ib_wire::kEagerBytes;
   return info;
 }
 

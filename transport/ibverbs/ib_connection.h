@@ -26,13 +26,14 @@ struct IbQpSettings {
   uint8_t retry_cnt = 7;     // MEGASCALE_IB_RETRY_CNT
 };
 
-/// What one end tells the other: its queue pair numbers, first PSN, GID and MTU. Fixed size on the wire.
+/// What one end tells the other: its queue pair numbers, first PSN, GID, MTU and eager limit. Fixed size on the wire.
 struct QpSetInfo {
   uint32_t count;
   uint32_t qpn[kMaxQpsPerConnection];
   uint32_t psn;
   uint8_t gid[16];
   uint32_t mtu;
+  uint32_t eager_bytes;  // the receiving end's: the largest message it takes eagerly (0: device memory receives)
   std::string encode() const;
   /// Checks the count and the MTU: the blob comes from the network.
   static Status decode(const std::string& blob, QpSetInfo* info);
@@ -60,6 +61,7 @@ class IbQpSet {
   ibv_qp* qp(int i) const { return qps_[static_cast<size_t>(i)]; }
   ibv_cq* cq() const { return cq_; }
   IbDevice& device() const { return *device_; }
+  const std::shared_ptr<IbDevice>& sharedDevice() const { return device_; }
   const IbQpSettings& settings() const { return settings_; }
 
  private:

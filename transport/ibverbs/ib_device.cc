@@ -1,7 +1,10 @@
 #include "transport/ibverbs/ib_device.h"
 
+#include <arpa/inet.h>
+#include <limits.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "common/status.h"
@@ -75,6 +78,7 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     }
     context_ = context;
     name_ = name;
+    describe(api, list[i], context);
     mtu_ = port.active_mtu;
     speed_gbps_ = portGbps(port);
     gid_index_ = settings.gid_index;
@@ -94,6 +98,10 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
       throw Error(ErrorCode::kInvalidArgument, "ibverbs: " + name_ + " has no GID at index " +
                                                    std::to_string(gid_index_) + " (MEGASCALE_IB_GID_INDEX)");
     }
+    if (ipv4Mapped(gid_)) {
+      char text[INET_ADDRSTRLEN];
+      if (inet_ntop(AF_INET, gid_.raw + 12, text, sizeof(text)) != nullptr) ipv4_ = text;
+    }
   }
   api.free_device_list(list);
   if (context_ == nullptr) {
@@ -105,9 +113,20 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     api.close_device(context_);
     throw Error(ErrorCode::kSystem, "ibverbs: " + name_ + ": ibv_alloc_pd failed");
   }
+  registrations_ = std::make_unique<RegistrationCache>(api, name_);
+}
+
+void IbDevice::describe(const VerbsApi& api, ibv_device* device, ibv_context* context) {
+  ibv_device_attr attr{};
+  if (api.query_device(context, &attr) == 0) node_guid_ = attr.node_guid;
+  // rdma-core's sysfs directory for the device (/sys/class/infiniband/<name>); its `device` link is the PCI function.
+  char resolved[PATH_MAX];
+  const std::string link = std::string(device->ibdev_path) + "/device";
+  if (realpath(link.c_str(), resolved) != nullptr) pci_path_ = resolved;
 }
 
 IbDevice::~IbDevice() {
+  registrations_.reset();  // before the protection domain its registrations belong to
   api_->dealloc_pd(pd_);
   api_->close_device(context_);
 }

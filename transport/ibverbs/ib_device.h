@@ -7,9 +7,14 @@
 #include <mutex>
 #include <string>
 
+#include "transport/ibverbs/registration_cache.h"
 #include "transport/ibverbs/verbs_api.h"
 
 namespace megascale::transport {
+
+/// What every registration allows: local writes (receives), remote writes (the peer's RDMA writes) and
+/// remote reads (flushes, RDMA READ).
+constexpr int kRegistrationAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 struct IbSettings {
   std::string hca;       // MEGASCALE_IB_HCA: NCCL_IB_HCA syntax, first entry (prefix, or =exact); empty: the first active
@@ -34,11 +39,18 @@ class IbDevice {
   int gidIndex() const { return gid_index_; }
   ibv_mtu mtu() const { return mtu_; }
   double speedGbps() const { return speed_gbps_; }
-  /// Registrations go one at a time: NCCL registers from several threads, and providers differ in what they allow.
-  std::mutex& registrationLock() { return registration_lock_; }
+  uint64_t nodeGuid() const { return node_guid_; }
+  /// The device's PCI path in sysfs (/sys/devices/pci...); empty when it has none (the emulated device).
+  const std::string& pciPath() const { return pci_path_; }
+  /// The IPv4 address in its GID (dotted); empty for a GID that is not IPv4-mapped.
+  const std::string& ipv4() const { return ipv4_; }
+  /// The registrations callers made, shared; registrations of any kind take its lock (NCCL registers from
+  /// several threads, and providers differ in what they allow).
+  RegistrationCache& registrations() { return *registrations_; }
 
  private:
   IbDevice(const VerbsApi& api, const IbSettings& settings);
+  void describe(const VerbsApi& api, ibv_device* device, ibv_context* context);
 
   const VerbsApi* api_;
   ibv_context* context_ = nullptr;
@@ -48,7 +60,9 @@ class IbDevice {
   int gid_index_ = 0;
   ibv_mtu mtu_ = IBV_MTU_1024;
   double speed_gbps_ = 0;
-  std::mutex registration_lock_;
+  uint64_t node_guid_ = 0;
+  std::string pci_path_, ipv4_;
+  std::unique_ptr<RegistrationCache> registrations_;
 };
 
 }  // namespace megascale::transport

@@ -1,9 +1,13 @@
 #include "transport/ibverbs/ib_transport.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <any>
 #include <deque>
 #include <vector>
 
+#include "transport/cuda_memory.h"
 #include "transport/ibverbs/ib_comm.h"
 #include "transport/oob_link.h"
 
@@ -15,10 +19,13 @@ constexpr char kAddressPrefix[] = "ibverbs:";
 constexpr int kSendDepth = 4 * kMaxRequests;  // per message: the size, a part (or a few, beyond 1 GiB), a CTS
 constexpr int kRecvDepth = kMaxRequests * kMaxRecvs;
 
+size_t pageBytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
 class IbListener : public Listener {
  public:
   IbListener(std::shared_ptr<IbDevice> device, const TransportOptions& options, const IbQpSettings& qp_settings)
-      : device_(std::move(device)), qp_settings_(qp_settings), server_(options, "ibverbs"),
+      : device_(std::move(device)), qp_settings_(qp_settings), eager_off_(options.device_memory_receives),
+        server_(options, "ibverbs"),
         address_(Address::fromString(kAddressPrefix + formatAddress(server_.bound()))) {}
 
   const Address& address() const override { return address_; }
@@ -36,7 +43,9 @@ class IbListener : public Listener {
             return Status(e.code(), e.what());
           }
           MSC_RETURN_IF_ERROR(qps->connect(remote, request.peer));
-          *reply = qps->localInfo().encode();
+          QpSetInfo local = qps->localInfo();
+          if (eager_off_) local.eager_bytes = 0;  // no bounce buffer may stand in for device memory
+          *reply = local.encode();
           *state = qps;
           return Status::ok();
         },
@@ -60,6 +69,7 @@ class IbListener : public Listener {
  private:
   std::shared_ptr<IbDevice> device_;
   IbQpSettings qp_settings_;
+  bool eager_off_;
   OobServer server_;
   Address address_;
   std::deque<std::unique_ptr<RecvComm>> ready_;
@@ -80,7 +90,7 @@ class IbConnector : public Connector {
     MSC_RETURN_IF_ERROR(QpSetInfo::decode(dial_.answer(), &remote));
     MSC_RETURN_IF_ERROR(qps_->connect(remote, link.peer()));
     try {
-      *comm = std::make_unique<IbSendComm>(std::move(qps_), std::move(link));
+      *comm = std::make_unique<IbSendComm>(std::move(qps_), std::move(link), remote.eager_bytes);
     } catch (const Error& e) {
       return Status(e.code(), e.what());
     }
@@ -113,6 +123,12 @@ IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
   properties_.latency_us = 2;
   properties_.max_recvs = kMaxRecvs;
   properties_.one_sided_write = true;
+  properties_.dma_buf = device_->api().reg_dmabuf_mr != nullptr;
+  const CudaDriver& cuda = CudaDriver::get();
+  if (CudaDriver::builtWithCuda() && properties_.dma_buf && cuda.available() && cuda.dmaBufSupported()) {
+    properties_.pointer_kinds |= kDevicePointer;
+  }
+  properties_.nic = NicInfo{device_->name(), device_->pciPath(), device_->ipv4(), device_->nodeGuid()};
 }
 
 std::unique_ptr<Listener> IbTransport::listen() {
@@ -130,18 +146,61 @@ std::unique_ptr<Connector> IbTransport::connect(const Address& address, uint64_t
 }
 
 Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr) {
+  if (kind == kDevicePointer && !(properties_.pointer_kinds & kDevicePointer)) {
+    const CudaDriver& cuda = CudaDriver::get();
+    return Status(ErrorCode::kUnavailable,
+                  "ibverbs: cannot register device memory on " + device_->name() + ": " +
+                      (!CudaDriver::builtWithCuda() ? std::string("this build has no CUDA support")
+                       : device_->api().reg_dmabuf_mr == nullptr
+                           ? std::string("libibverbs has no ibv_reg_dmabuf_mr (rdma-core 34 or newer is needed)")
+                           : cuda.why()));
+  }
   MSC_RETURN_IF_ERROR(Transport::registerMemory(data, size, kind, mr));
-  TransferRegistration registration;
-  MSC_RETURN_IF_ERROR(TransferRegistration::make(*device_, data, size, nullptr, &registration));
-  mr->handle = registration.release();  // the caller's until deregisterMemory
+  const auto address = reinterpret_cast<uintptr_t>(data);
+  ibv_mr* made = nullptr;
+  if (kind == kHostPointer) {
+    // Whole pages: a later registration of a neighbouring buffer on the same pages shares this one.
+    const DmaBufRange pages = dmaBufRangeFor(address, std::max<size_t>(size, 1), pageBytes());
+    MSC_RETURN_IF_ERROR(device_->registrations().acquire(
+        pages.begin, pages.begin + pages.bytes, false,
+        [this](uintptr_t begin, size_t bytes) {
+          return device_->api().reg_mr(device_->pd(), reinterpret_cast<void*>(begin), bytes, kRegistrationAccess);
+        },
+        &made));
+  } else {
+    const DmaBufRange range = dmaBufRangeFor(address, size, pageBytes());
+    int fd = -1;
+    MSC_RETURN_IF_ERROR(CudaDriver::get().exportDmaBuf(range, &fd));
+    Status s = registerDmaBuf(data, size, fd, range.offset, mr);
+    close(fd);  // the registration holds its own reference to the buffer
+    return s;
+  }
+  mr->handle = made;
+  return Status::ok();
+}
+
+Status IbTransport::registerDmaBuf(void* data, size_t size, int fd, uint64_t offset, MemoryRegion* mr) {
+  if (device_->api().reg_dmabuf_mr == nullptr) {
+    return Status(ErrorCode::kUnavailable, "ibverbs: libibverbs has no ibv_reg_dmabuf_mr (rdma-core 34 or newer)");
+  }
+  if (size == 0) return Status(ErrorCode::kInvalidArgument, "ibverbs: registering an empty dma-buf range");
+  const auto address = reinterpret_cast<uintptr_t>(data);
+  ibv_mr* made = nullptr;
+  MSC_RETURN_IF_ERROR(device_->registrations().acquire(
+      address, address + size, true,
+      [&](uintptr_t begin, size_t bytes) {
+        return device_->api().reg_dmabuf_mr(device_->pd(), offset, bytes, begin, fd, kRegistrationAccess);
+      },
+      &made));
+  mr->base = data;
+  mr->size = size;
+  mr->kind = kDevicePointer;
+  mr->handle = made;
   return Status::ok();
 }
 
 void IbTransport::deregisterMemory(MemoryRegion* mr) {
-  if (mr->handle != nullptr) {
-    std::lock_guard<std::mutex> guard(device_->registrationLock());
-    device_->api().dereg_mr(static_cast<ibv_mr*>(mr->handle));
-  }
+  if (mr->handle != nullptr) device_->registrations().release(static_cast<ibv_mr*>(mr->handle));
   mr->handle = nullptr;
 }
 

@@ -18,7 +18,10 @@ class IbTransport : public Transport {
   const Properties& properties() const override { return properties_; }
   std::unique_ptr<Listener> listen() override;
   std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) override;
+  /// Host memory by ibv_reg_mr of its whole pages; device memory by dma-buf (CUDA driver), when built with CUDA.
+  /// Registrations of ranges a kept one holds share it (RegistrationCache).
   Status registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr) override;
+  Status registerDmaBuf(void* data, size_t size, int fd, uint64_t offset, MemoryRegion* mr) override;
   void deregisterMemory(MemoryRegion* mr) override;
 
  private:

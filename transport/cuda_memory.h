@@ -1,0 +1,53 @@
+// GPU memory as an RDMA NIC reaches it: by dma-buf (cuMemGetHandleForAddressRange gives a file descriptor for a
+// range of device memory; ibv_reg_dmabuf_mr registers it). The CUDA driver (libcuda.so.1) is opened at run time,
+// so libmegascale loads on machines without GPUs and says so when device memory is asked for there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace megascale::transport {
+
+/// The range cuMemGetHandleForAddressRange exports for [data, data + size): both ends on host-page boundaries
+/// (the driver refuses others), and where `data` lies in it.
+struct DmaBufRange {
+  uintptr_t begin = 0;
+  size_t bytes = 0;
+  uint64_t offset = 0;  // of data from begin: ibv_reg_dmabuf_mr's offset argument
+};
+DmaBufRange dmaBufRangeFor(uintptr_t data, size_t size, size_t page_bytes);
+
+class CudaDriver {
+ public:
+  /// The process's driver, opened at the first call.
+  static const CudaDriver& get();
+
+  /// Whether libcuda.so.1 loaded and initialized with at least one device; why() says why not.
+  bool available() const { return available_; }
+  const std::string& why() const { return why_; }
+  /// Whether this build was compiled against the CUDA toolkit (its constants checked against cuda.h).
+  static bool builtWithCuda();
+  /// Whether the driver can export device memory as dma-buf (CUDA 11.7+, a device that supports it).
+  bool dmaBufSupported() const { return dma_buf_supported_; }
+  /// Whether `data` is device memory. False without a driver.
+  bool isDevicePointer(const void* data) const;
+  /// A dma-buf descriptor for the aligned `range` (the caller closes it). kUnavailable without a driver or
+  /// dma-buf support, kSystem when the driver refuses; the message names the address and the driver's error.
+  Status exportDmaBuf(const DmaBufRange& range, int* fd) const;
+
+ private:
+  CudaDriver();
+
+  bool available_ = false;
+  bool dma_buf_supported_ = false;
+  std::string why_;
+  // The driver entry points used (CUresult is an int; pointers and sizes are the ABI's).
+  int (*pointer_get_attribute_)(void*, int, uintptr_t) = nullptr;
+  int (*mem_get_handle_for_address_range_)(void*, uintptr_t, size_t, int, unsigned long long) = nullptr;
+  int (*get_error_string_)(int, const char**) = nullptr;
+};
+
+}  // namespace megascale::transport
