@@ -14,6 +14,7 @@
 #include "common/socket.h"
 #include "transport/net_transport.h"
 #include "transport/registry.h"
+#include "transport/transport_pair.h"
 #include "transport/transport.h"
 
 namespace megascale::transport {
@@ -21,10 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Pair {
-  std::unique_ptr<SendComm> send;
-  std::unique_ptr<RecvComm> recv;
-};
+using testing::Pair;
 
 // The knobs' values (MEGASCALE_IB_QPS_PER_CONNECTION, ...), so one suite runs under several settings.
 TransportOptions optionsWithSecret(const std::string& secret) {
@@ -48,28 +46,11 @@ class TransportSuite : public ::testing::TestWithParam<std::string> {
     listener_ = transport_->listen();
   }
 
-  // Connects and accepts from one thread, as NCCL does: both calls are non-blocking.
   Status connectPair(Transport& connecting, Pair* pair, uint64_t id = 7) {
-    auto connector = connecting.connect(listener_->address(), id);
-    Deadline deadline = deadlineAfter(10s);
-    while (!pair->send || !pair->recv) {
-      if (!pair->send) MSC_RETURN_IF_ERROR(connector->poll(&pair->send));
-      if (!pair->recv) MSC_RETURN_IF_ERROR(listener_->accept(&pair->recv));
-      if (Clock::now() > deadline) return Status(ErrorCode::kTimeout, "connectPair timed out");
-    }
-    return Status::ok();
+    return testing::connectPair(connecting, *listener_, pair, id);
   }
-
-  // Drives both requests until done; returns the sizes reported.
   Status complete(Pair& p, Request* sreq, Request* rreq, size_t* sent, size_t* received) {
-    bool sdone = sreq == nullptr, rdone = rreq == nullptr;
-    Deadline deadline = deadlineAfter(60s);
-    while (!sdone || !rdone) {
-      if (!sdone) MSC_RETURN_IF_ERROR(p.send->test(sreq, &sdone, sent));
-      if (!rdone) MSC_RETURN_IF_ERROR(p.recv->test(rreq, &rdone, received));
-      if (Clock::now() > deadline) return Status(ErrorCode::kTimeout, "complete timed out");
-    }
-    return Status::ok();
+    return testing::completeBoth(p, sreq, rreq, sent, received);
   }
 
   std::unique_ptr<Transport> transport_;
