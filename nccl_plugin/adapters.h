@@ -17,7 +17,7 @@ Result fillProperties(int dev, Props* props) {
   props->name = d.name;
   props->pci_path = d.pci_path;
   props->guid = d.guid;
-  props->ptr_support = nccl_abi::kPtrHost;
+  props->ptr_support = d.ptr_support;
   props->reg_is_global = 0;
   props->speed = d.speed_mbps;
   props->port = 0;
@@ -69,12 +69,7 @@ inline Result acceptHost(void* listen_comm, void** recv_comm, nccl_abi::DeviceHa
 /// Sizes in test() are int in every version.
 inline Result testIntSizes(void* request, int* done, int* sizes) { return test(request, done, sizes, INT_MAX); }
 
-inline Result flushHost(void* recv_comm, int n, void**, int*, void**, void** request) {
-  return iflush(recv_comm, n, request);
-}
-
-// Host memory only: no dma-buf, no device-side handles.
-inline Result noDmaBuf(void*, void*, size_t, int, uint64_t, int, void**) { return nccl_abi::kInternalError; }
+// No device-side handles: we are a host plugin (the proxy thread drives every transfer).
 inline Result noDeviceMr(void*, void*, void**) { return nccl_abi::kInternalError; }
 inline Result receiveConsumed(void*, int, void*) { return nccl_abi::kSuccess; }
 inline Result noVirtualDevices(int*, nccl_abi::VirtualDeviceProps*) { return nccl_abi::kInternalError; }

@@ -23,7 +23,7 @@ using namespace megascale::nccl_plugin;
 extern "C" __attribute__((visibility("default"))) const megascale::nccl_abi::NetV10 ncclNetPlugin_v10 = {
     "megascale",  initV10,      devices,    fillProperties<megascale::nccl_abi::PropertiesV9>,
     listenNoContext,    connectV10,   acceptHost, registerMemory,
-    noDmaBuf,     deregisterMemory, isendProfiled, irecvProfiled,
-    flushHost,    testIntSizes, closeSend,  closeRecv,
+    registerDmaBuf,   deregisterMemory, isendProfiled, irecvProfiled,
+    iflush,       testIntSizes, closeSend,  closeRecv,
     closeListen,  noDeviceMr,   receiveConsumed, noVirtualDevices,
 };

@@ -27,8 +27,8 @@ using namespace megascale::nccl_plugin;
 extern "C" __attribute__((visibility("default"))) const megascale::nccl_abi::NetV11 ncclNetPlugin_v11 = {
     "megascale",  initV11,      devices,    fillProperties<megascale::nccl_abi::PropertiesV11>,
     listenV11,    connectV11,   acceptHost, registerMemory,
-    noDmaBuf,     deregisterMemory, isendProfiled, irecvProfiled,
-    flushHost,    testIntSizes, closeSend,  closeRecv,
+    registerDmaBuf,   deregisterMemory, isendProfiled, irecvProfiled,
+    iflush,       testIntSizes, closeSend,  closeRecv,
     closeListen,  noDeviceMr,   receiveConsumed, noVirtualDevices,
     finalizeContext, setNetAttrV11,
 };

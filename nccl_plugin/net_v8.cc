@@ -28,7 +28,7 @@ using namespace megascale::nccl_plugin;
 extern "C" __attribute__((visibility("default"))) const megascale::nccl_abi::NetV8 ncclNetPlugin_v8 = {
     "megascale",     init,      devices,         fillProperties<megascale::nccl_abi::PropertiesV8>,
     listenNoContext, connectNoContext, acceptHost,      registerMemory,
-    noDmaBuf,        deregisterMemory, isendV8,  irecvV8,
-    flushHost,       testIntSizes, closeSend,    closeRecv,
+    registerDmaBuf,      deregisterMemory, isendV8,  irecvV8,
+    iflush,          testIntSizes, closeSend,    closeRecv,
     closeListen,     noDeviceMr, receiveConsumed,
 };

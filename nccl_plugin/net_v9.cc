@@ -6,7 +6,7 @@ using namespace megascale::nccl_plugin;
 extern "C" __attribute__((visibility("default"))) const megascale::nccl_abi::NetV9 ncclNetPlugin_v9 = {
     "megascale",  init,         devices,    fillProperties<megascale::nccl_abi::PropertiesV9>,
     listenNoContext, connectNoContext, acceptHost, registerMemory,
-    noDmaBuf,     deregisterMemory, isend,  irecvWide,
-    flushHost,    testIntSizes, closeSend,  closeRecv,
+    registerDmaBuf,   deregisterMemory, isend,  irecvWide,
+    iflush,       testIntSizes, closeSend,  closeRecv,
     closeListen,  noDeviceMr,   receiveConsumed, noVirtualDevices,
 };

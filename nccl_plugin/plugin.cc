@@ -96,6 +96,7 @@ struct State {
   transport::TransportOptions options;  // the transport knobs, read and checked at init
   std::vector<topology::NetInterface> interfaces;
   std::vector<std::string> names, pci_paths;  // storage for the char* in properties
+  int ptr_support = nccl_abi::kPtrHost;
   // Registers memory for every comm (made at init): registrations belong to the device, not to a comm
   // (ibverbs: one protection domain per process), and NCCL may close a listener before its comms register.
   std::unique_ptr<transport::Transport> registrar;
@@ -147,6 +148,24 @@ transport::TransportOptions optionsFor(const Context* context, int dev, const st
   return o;
 }
 
+// A device transport's NIC as the plugin's one device. Its setup socket binds to the NIC's own address (RoCE:
+// the IPv4 in its GID), else to the first interface; a NIC without a PCI path in sysfs (the emulated device)
+// takes its interface's.
+topology::NetInterface nicAsInterface(const transport::Properties& props,
+                                      const std::vector<topology::NetInterface>& interfaces) {
+  topology::NetInterface nic;
+  for (const auto& i : interfaces) {
+    if (i.ipv4 == props.nic.ipv4) nic = i;
+  }
+  if (nic.name.empty() && !interfaces.empty()) nic = interfaces.front();
+  if (!props.nic.ipv4.empty()) nic.ipv4 = props.nic.ipv4;
+  nic.name = props.nic.name;
+  if (!props.nic.pci_path.empty()) nic.pci_path = props.nic.pci_path;
+  if (props.nic.guid != 0) nic.guid = props.nic.guid;
+  if (props.speed_gbps > 0) nic.speed_mbps = static_cast<int>(props.speed_gbps * 1000);
+  return nic;
+}
+
 bool validDevice(int dev) {
   std::lock_guard lock(state().mutex);
   return state().initialized && dev >= 0 && dev < static_cast<int>(state().interfaces.size());
@@ -170,13 +189,22 @@ Result init(nccl_abi::Logger logger) {
     s.options = transport::transportOptionsFromConfig();  // bad knobs fail init, not the first connection
     // The transport once, now: a missing device (ibverbs without an active RDMA port) fails init, saying so.
     s.registrar = transport::createTransport(s.transport_name, s.options);
+    const transport::Properties& props = s.registrar->properties();
+    s.ptr_support = nccl_abi::kPtrHost;
+    if (props.pointer_kinds & transport::kDevicePointer) {
+      s.ptr_support |= nccl_abi::kPtrCuda | (props.dma_buf ? nccl_abi::kPtrDmaBuf : 0);
+    }
+    // Where device memory can be registered, no receive may be filled by a CPU copy (ibverbs' eager path).
+    s.options.device_memory_receives = (props.pointer_kinds & transport::kDevicePointer) || props.dma_buf;
     const std::string spec = topology::configuredInterfaceSpec();
     s.interfaces = topology::discoverInterfaces(spec);
+    if (!props.nic.name.empty()) s.interfaces = {nicAsInterface(props, s.interfaces)};
     if (s.interfaces.empty()) {
       log(kLogWarn, "no usable network interface (up, with IPv4%s%s)", spec.empty() ? "" : ", matching ", spec.c_str());
       return nccl_abi::kSystemError;
     }
-    log(kLogInfo, "transport %s over %zu interface(s)", s.transport_name.c_str(), s.interfaces.size());
+    log(kLogInfo, "transport %s over %zu device(s)%s", s.transport_name.c_str(), s.interfaces.size(),
+        s.ptr_support & nccl_abi::kPtrCuda ? ", GPU memory by dma-buf" : "");
     for (const auto& nic : s.interfaces) {
       s.names.push_back(nic.name);
       s.pci_paths.push_back(nic.pci_path);
@@ -210,6 +238,7 @@ Result properties(int dev, DeviceProperties* out) {
     out->guid = s.interfaces[i].guid != 0 ? s.interfaces[i].guid : static_cast<uint64_t>(dev);
     out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
     out->max_recvs = transport::kMaxRecvs;
+    out->ptr_support = s.ptr_support;
     out->max_p2p_bytes = size_t{1} << 40;
     out->max_coll_bytes = size_t{512} << 20;
     return nccl_abi::kSuccess;
@@ -293,22 +322,41 @@ Result accept(void* listen_comm, void** recv_comm) {
   });
 }
 
+// Registers through the process's registrar (registrations belong to the device, not to a comm).
+template <typename Register>
+Result registerWith(const char* operation, void* comm, void** mhandle, Register&& make) {
+  if (comm == nullptr || mhandle == nullptr) return misuse("%s: null comm or handle", operation);
+  auto region = std::make_unique<transport::MemoryRegion>();
+  {
+    State& st = state();
+    std::lock_guard lock(st.mutex);
+    if (!st.registrar) return misuse("%s: called before init", operation);
+    Status s = make(*st.registrar, region.get());
+    if (!s.isOk()) return fail(operation, s);
+  }
+  *mhandle = region.release();
+  return nccl_abi::kSuccess;
+}
+
 Result registerMemory(void* comm, void* data, size_t size, int type, void** mhandle) {
   return guarded("regMr", [&]() -> Result {
-    if (comm == nullptr || mhandle == nullptr) return misuse("regMr: %s", "null comm or handle");
-    if (type != nccl_abi::kPtrHost) {
-      log(kLogInfo, "regMr: only host memory is supported (type %d)", type);
+    if (type != nccl_abi::kPtrHost && type != nccl_abi::kPtrCuda) {
+      log(kLogWarn, "regMr: unknown memory type %d", type);
       return nccl_abi::kInternalError;
     }
-    auto region = std::make_unique<transport::MemoryRegion>();
-    {
-      State& st = state();
-      std::lock_guard lock(st.mutex);
-      Status s = st.registrar->registerMemory(data, size, transport::kHostPointer, region.get());
-      if (!s.isOk()) return fail("regMr", s);
-    }
-    *mhandle = region.release();
-    return nccl_abi::kSuccess;
+    const auto kind = type == nccl_abi::kPtrCuda ? transport::kDevicePointer : transport::kHostPointer;
+    return registerWith("regMr", comm, mhandle, [&](transport::Transport& t, transport::MemoryRegion* region) {
+      return t.registerMemory(data, size, kind, region);
+    });
+  });
+}
+
+Result registerDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
+  return guarded("regMrDmaBuf", [&]() -> Result {
+    if (type == nccl_abi::kPtrHost) return registerMemory(comm, data, size, type, mhandle);
+    return registerWith("regMrDmaBuf", comm, mhandle, [&](transport::Transport& t, transport::MemoryRegion* region) {
+      return t.registerDmaBuf(data, size, fd, offset, region);
+    });
   });
 }
 
@@ -378,9 +426,33 @@ Result irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int
   });
 }
 
-Result iflush(void*, int, void** request) {
+Result iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) {
   return guarded("iflush", [&]() -> Result {
-    if (request != nullptr) *request = nullptr;
+    RecvComm* c = as<RecvComm>(recv_comm, Kind::kRecv);
+    if (c == nullptr || request == nullptr) return misuse("iflush: %s", "not a recv comm");
+    if (n < 1 || n > transport::kMaxRecvs || data == nullptr || sizes == nullptr) {
+      return misuse("iflush: %s", "n outside [1, maxRecvs] or null buffers");
+    }
+    *request = nullptr;
+    size_t wide[transport::kMaxRecvs];
+    const transport::MemoryRegion* regions[transport::kMaxRecvs];
+    for (int i = 0; i < n; ++i) {
+      wide[i] = sizes[i] > 0 ? static_cast<size_t>(sizes[i]) : 0;
+      regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
+    }
+    Request* wrapper = c->requests.take();
+    if (wrapper == nullptr) return misuse("iflush: %s", "more requests in flight than the comm takes");
+    transport::Request* r = nullptr;
+    Status s = c->comm->iflush(n, data, wide, regions, &r);
+    if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
+    if (!s.isOk()) return fail("iflush", s);
+    if (r != nullptr) {
+      wrapper->send = nullptr;
+      wrapper->recv = c;
+      wrapper->request = r;
+      wrapper->n = 0;  // reports no sizes
+      *request = wrapper;
+    }
     return nccl_abi::kSuccess;
   });
 }

@@ -18,6 +18,7 @@ struct DeviceProperties {
   char* pci_path;
   uint64_t guid;
   int speed_mbps;
+  int ptr_support;  // nccl_abi::kPtrHost, plus kPtrCuda | kPtrDmaBuf where device memory can be registered
   int max_recvs;
   size_t max_p2p_bytes;
   size_t max_coll_bytes;
@@ -41,15 +42,19 @@ Result connect(const Context* context, int dev, void* handle, void** send_comm);
 /// Non-blocking: *recv_comm stays null until a peer has connected.
 Result accept(void* listen_comm, void** recv_comm);
 
+/// Host memory, or (type kPtrCuda, where ptr_support has it) device memory by dma-buf.
 Result registerMemory(void* comm, void* data, size_t size, int type, void** mhandle);
+/// Memory NCCL gives as a dma-buf descriptor (`offset`: where data starts in it).
+Result registerDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
 Result deregisterMemory(void* comm, void* mhandle);
 
 /// *request = null when no request slot is free now (NCCL retries).
 Result isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void** request);
 Result irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags, void** mhandles,
              void** request);
-/// Host memory needs no flush: *request = null.
-Result iflush(void* recv_comm, int n, void** request);
+/// After a receive into device memory: an RDMA READ that makes it visible to the GPU (as NCCL's IB transport).
+/// Host memory needs none: *request = null.
+Result iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request);
 /// sizes may be null; else gets 1 (send) or n (receive) byte counts, each at most `max_size`.
 Result test(void* request, int* done, int* sizes, size_t max_size);
 

@@ -38,7 +38,9 @@ void common(PluginApi& api, const Net* net) {
   };
   api.accept = [net](void* l, void** r) { return net->accept(l, r, nullptr); };
   api.regMr = net->regMr;
+  api.regMrDmaBuf = net->regMrDmaBuf;
   api.deregMr = net->deregMr;
+  api.iflush = net->iflush;
   api.test = net->test;
   api.closeSend = net->closeSend;
   api.closeRecv = net->closeRecv;

@@ -42,9 +42,11 @@ struct PluginApi {
   std::function<Result(int, void*, void**)> connect;
   std::function<Result(void*, void**)> accept;
   std::function<Result(void*, void*, size_t, int, void**)> regMr;
+  std::function<Result(void*, void*, size_t, int, uint64_t, int, void**)> regMrDmaBuf;
   std::function<Result(void*, void*)> deregMr;
   std::function<Result(void*, void*, size_t, int, void*, void**)> isend;
   std::function<Result(void*, int, void**, size_t*, int*, void**, void**)> irecv;
+  std::function<Result(void*, int, void**, int*, void**, void**)> iflush;
   std::function<Result(void*, int*, int*)> test;
   std::function<Result(void*)> closeSend, closeRecv, closeListen;
 };

@@ -3,12 +3,14 @@
 // requests in flight, grouped receives placed by tag, receives larger and smaller than the send, closing with
 // requests in flight, several communicators on several threads, and misuse.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include "plugin_fixture.h"
+#include "testbed/roce/fake_gpu_memory.h"
 
 namespace megascale::nccl_plugin {
 namespace {
@@ -48,6 +50,51 @@ TEST_P(PluginHarness, NameAndPropertiesDescribeAHostDevice) {
   NetProperties p;
   EXPECT_EQ(api_.properties(count, &p), kInternalError);
   EXPECT_EQ(api_.properties(-1, &p), kInternalError);
+}
+
+// Which network transport the plugin runs on in this ctest entry (MEGASCALE_TRANSPORT).
+bool transportTakesDmaBuf() {
+  const char* t = std::getenv("MEGASCALE_TRANSPORT");
+  return t != nullptr && (std::string(t) == "ib" || std::string(t) == "ibverbs");
+}
+
+// NCCL hands GPU buffers as dma-buf descriptors (regMrDmaBuf) and flushes each receive into them (iflush). A memfd
+// plays the GPU (testbed/roce/fake_gpu_memory.h): the NIC must move every byte, no CPU copy may touch it.
+TEST_P(PluginHarness, DmaBufMemoryReceivesAndIsFlushedWhereTheTransportTakesIt) {
+  testbed::FakeGpuMemory gpu(1 << 20);
+  void* mr = nullptr;
+  const Result registered = api_.regMrDmaBuf(recv_, gpu.device(), gpu.size(), kPtrCuda, 0, gpu.fd(), &mr);
+  if (!transportTakesDmaBuf()) {
+    EXPECT_NE(registered, kSuccess);  // a socket transport cannot reach device memory: refused, not crashed
+    return;
+  }
+  ASSERT_EQ(registered, kSuccess);
+  for (size_t size : {size_t{100}, size_t{200000}}) {
+    const std::vector<uint8_t> data = pattern(size, size);
+    void* recv_request = postRecv(gpu.device(), gpu.size(), 1, mr);
+    void* send_request = postSend(data.data(), size, 1);
+    EXPECT_EQ(complete(send_request, recv_request, 1)[0], static_cast<int>(size));
+    EXPECT_EQ(0, std::memcmp(gpu.view(), data.data(), size)) << size << " bytes";
+    void* buffer = gpu.device();
+    int received = static_cast<int>(size);
+    void* flush = nullptr;
+    ASSERT_EQ(api_.iflush(recv_, 1, &buffer, &received, &mr, &flush), kSuccess);
+    ASSERT_NE(flush, nullptr) << "a receive into device memory needs a flush";
+    EXPECT_EQ(waitUntilDone(api_, flush, nullptr, deadlineIn(kTestTimeout)), kSuccess);
+  }
+  EXPECT_EQ(api_.deregMr(recv_, mr), kSuccess);
+}
+
+TEST_P(PluginHarness, HostMemoryNeedsNoFlush) {
+  std::vector<uint8_t> host(64);
+  void* buffer = host.data();
+  int size = 64;
+  void* mr = nullptr;
+  ASSERT_EQ(api_.regMr(recv_, buffer, host.size(), kPtrHost, &mr), kSuccess);
+  void* flush = &host;
+  ASSERT_EQ(api_.iflush(recv_, 1, &buffer, &size, &mr, &flush), kSuccess);
+  EXPECT_EQ(flush, nullptr);
+  EXPECT_EQ(api_.deregMr(recv_, mr), kSuccess);
 }
 
 TEST_P(PluginHarness, ConnectsToItselfWithAcceptPolledFirst) {
@@ -286,7 +333,11 @@ TEST_P(PluginHarness, MisuseGetsErrorCodesNotCrashes) {
   EXPECT_EQ(api_.listen(99, garbage, &comm), kInternalError);
   EXPECT_EQ(api_.accept(send_, &comm), kInternalError);
   void* mr = nullptr;
-  EXPECT_EQ(api_.regMr(send_, buffer, 8, kPtrCuda, &mr), kInternalError);  // host memory only
+  NetProperties props;
+  ASSERT_EQ(api_.properties(0, &props), kSuccess);
+  if (!(props.ptr_support & kPtrCuda)) {  // device memory where the device cannot reach it: refused
+    EXPECT_NE(api_.regMr(send_, buffer, 8, kPtrCuda, &mr), kSuccess);
+  }
   // A finished request is no longer active.
   void* r = postRecv(buffer, 8);
   void* s = postSend("1234567", 8);

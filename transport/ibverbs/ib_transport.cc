@@ -156,6 +156,7 @@ Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, Me
                            : cuda.why()));
   }
   MSC_RETURN_IF_ERROR(Transport::registerMemory(data, size, kind, mr));
+  if (size == 0) return Status::ok();  // nothing to reach: transfers of no bytes need no registration
   const auto address = reinterpret_cast<uintptr_t>(data);
   ibv_mr* made = nullptr;
   if (kind == kHostPointer) {

@@ -1,13 +1,11 @@
-// Registration and device memory on the ibverbs transport, run on the emulated RoCE device. A memfd stands in
-// for a GPU's dma-buf: the emulated NIC maps it as a real NIC maps device memory, and the "device" addresses
-// handed to the transport are reserved without access, so any CPU copy to or from them would crash the test.
+// Registration and device memory on the ibverbs transport, run on the emulated RoCE device, with a memfd in
+// place of a GPU's dma-buf (testbed/roce/fake_gpu_memory.h: any CPU copy to or from the "device" would crash).
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <vector>
 
+#include "testbed/roce/fake_gpu_memory.h"
 #include "transport/cuda_memory.h"
 #include "transport/ibverbs/ib_transport.h"
 #include "transport/ibverbs/transfer_registration.h"
@@ -18,32 +16,6 @@ namespace megascale::transport {
 namespace {
 
 using testing::Pair;
-
-// GPU memory as the NIC sees it: a dma-buf (memfd) whose bytes the test reads through its own mapping, and an
-// address range no CPU may touch that plays the device virtual address.
-class FakeDeviceMemory {
- public:
-  explicit FakeDeviceMemory(size_t bytes) : bytes_(bytes) {
-    fd_ = memfd_create("fake-gpu", MFD_CLOEXEC);
-    if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(bytes)) != 0) throw std::runtime_error("memfd");
-    view_ = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
-    device_ = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  }
-  ~FakeDeviceMemory() {
-    munmap(view_, bytes_);
-    munmap(device_, bytes_);
-    close(fd_);
-  }
-  int fd() const { return fd_; }
-  uint8_t* device() const { return static_cast<uint8_t*>(device_); }
-  uint8_t* view() const { return view_; }
-
- private:
-  size_t bytes_;
-  int fd_ = -1;
-  uint8_t* view_ = nullptr;
-  void* device_ = nullptr;
-};
 
 std::vector<uint8_t> pattern(size_t size, uint8_t seed) {
   std::vector<uint8_t> v(size);
@@ -143,7 +115,7 @@ TEST_F(IbDeviceMemory, DeviceMemoryWithoutACudaDriverIsUnavailableAndSaysWhy) {
 TEST_F(IbDeviceMemory, DmaBufMemoryReceivesSmallAndLargeMessagesWithoutACpuCopyAndFlushes) {
   ASSERT_TRUE(transport_->properties().dma_buf);
   Pair p = connect(true);
-  FakeDeviceMemory gpu(1 << 20);
+  testbed::FakeGpuMemory gpu(1 << 20);
   MemoryRegion gpu_mr;
   Status s = receiver_->registerDmaBuf(gpu.device(), 1 << 20, gpu.fd(), 0, &gpu_mr);
   ASSERT_TRUE(s.isOk()) << s.message();
@@ -177,7 +149,7 @@ TEST_F(IbDeviceMemory, DmaBufMemoryReceivesSmallAndLargeMessagesWithoutACpuCopyA
 
 TEST_F(IbDeviceMemory, SmallMessagesFromDmaBufMemoryGoThroughTheNic) {
   Pair p = connect(false);
-  FakeDeviceMemory gpu(1 << 16);
+  testbed::FakeGpuMemory gpu(1 << 16);
   const std::vector<uint8_t> message = pattern(200, 9);
   std::memcpy(gpu.view(), message.data(), message.size());
   MemoryRegion gpu_mr;
@@ -210,7 +182,7 @@ TEST_F(IbDeviceMemory, HostMemoryNeedsNoFlush) {
 
 TEST_F(IbDeviceMemory, AnEagerMessageForDeviceMemoryIsAnErrorNotACrash) {
   Pair p = connect(false);  // the receiver did not say it receives into device memory: the sender goes eager
-  FakeDeviceMemory gpu(1 << 16);
+  testbed::FakeGpuMemory gpu(1 << 16);
   MemoryRegion gpu_mr;
   ASSERT_TRUE(receiver_->registerDmaBuf(gpu.device(), 1 << 16, gpu.fd(), 0, &gpu_mr).isOk());
   const std::vector<uint8_t> message = pattern(64, 4);
