@@ -19,38 +19,11 @@ REPEATS=${REPEATS:-3} ITERS=${ITERS:-5} TOOLS=${TOOLS:-"hier ring gloo mpi"} PAR
 [ "$(id -u)" = 0 ] || { echo "multihost_compare: the emulated cluster needs root"; exit 77; }
 for tool in iperf3 mpirun; do command -v "$tool" > /dev/null || { echo "multihost_compare: $tool is missing (scripts/setup.sh)"; exit 2; }; done
 source testbed/emulated_cluster.sh
+source bench/cluster_runs.sh
 export MEGASCALE_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n') MEGASCALE_TIMEOUT_MS=120000
-store_port=29800 run_id=0
 
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, kernel $(uname -r)"
 echo "# emulated hosts: network namespaces, a veth per rail, a bridge per rail, HTB at the link rate, MTU $EMU_MTU"
-
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-# busbw FILE FACTOR: GB/s of the out-of-place row of an nccl-tests table, from its size and time (the table's
-# own column has two decimals): size / time x FACTOR (2(n-1)/n for all-reduce, (n-1)/n for all-gather).
-busbw() {
-  sed 's/^\[[0-9]*\] //' "$1" | awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 9 {printf "%.5f\n", $1 / $6 / 1e3 * f; exit}'
-}
-
-start_store() {
-  store_port=$((store_port + 1))
-  ip netns exec "$(host_name 0)" "$build/launcher/megascale-store" --host "$(host_addr 0)" --port "$store_port" > /dev/null &
-  store_pid=$!
-}
-
-# ours RANKS_PER_HOST OUTPUT PROGRAM ARGS...: one megascale-run per host; host 0's table in OUTPUT.
-ours() {
-  local per_host=$1 output=$2 i pids=()
-  shift 2
-  run_id=$((run_id + 1))
-  for ((i = 0; i < EMU_HOSTS; i++)); do
-    on_host "$i" "$build/launcher/megascale-run" --store "tcp://$(host_addr 0):$store_port" --job-id "mh$run_id" \
-      --world-size $((EMU_HOSTS * per_host)) --rank-offset $((i * per_host)) -n "$per_host" "$@" \
-      > "$([ "$i" = 0 ] && echo "$output" || echo /dev/null)" 2>&1 &
-    pids+=($!)
-  done
-  for i in "${pids[@]}"; do wait "$i"; done
-}
 
 # gloo OUTPUT COLLECTIVE: Gloo's ring over the hosts' rail-0 addresses, ranks meeting through a FileStore.
 gloo() {
@@ -77,8 +50,6 @@ mpi() {
     "$build/bench/mpi_perf" "$collective" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 > "$output" 2>&1
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), (b > 0 ? a / b : 0) }'; }
-verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t ? "PASS" : "FAIL") }'; }
 tmp=$(mktemp -d)
 trap 'kill $store_pid 2>/dev/null; rm -rf "$tmp"; cluster_down' EXIT
 

@@ -250,15 +250,30 @@ void measureLayer(P2pLayer& layer, Runner& runner, Buffers& b, size_t size, cons
     recv_pointers.push_back(b.recv[i].data());
     if (runner.receives()) recv_regions[i] = layer.registerMemory(false, b.recv[i].data(), std::max<size_t>(size, 1));
   }
+  for (int w = 0; w < o.warmup; ++w) runner.pingPong(b.send.data(), recv_pointers[0], size, send_region, recv_regions[0], 1);
   // Small messages repeat more, so that each figure spans milliseconds and the ranks' skew leaving the barrier
-  // (tens of microseconds) stays below a percent of it.
+  // (tens of microseconds) stays below a percent of it; but no figure runs much past kFigureSeconds on a slow
+  // path (an emulated NIC moves a few ten thousand messages a second), judged by a short ping-pong that every
+  // rank agrees on.
+  constexpr double kFigureSeconds = 0.25;
   auto repeats = [&](size_t bytes_per_figure, size_t most) {
     return static_cast<int>(std::clamp<size_t>(bytes_per_figure / std::max<size_t>(size, 1), o.iters,
                                                std::max<size_t>(most, o.iters)));
   };
-  const int ping_iters = repeats(size_t{8} << 20, 5000);
-  const int stream_count = repeats(size_t{64} << 20, 100000);
-  for (int w = 0; w < o.warmup; ++w) runner.pingPong(b.send.data(), recv_pointers[0], size, send_region, recv_regions[0], 1);
+  int ping_iters = repeats(size_t{8} << 20, 5000);
+  int stream_count = repeats(size_t{64} << 20, 100000);
+  if (stream_count > o.iters) {  // large messages repeat o.iters times anyway: no probe
+    barrier(comm);
+    const double probe_us = maxOverRanks(
+        runner.pingPong(b.send.data(), recv_pointers[0], size, send_region, recv_regions[0], 8), comm);
+    // Operations that fit in a figure's time: a ping-pong's iteration takes two one-way latencies; a stream
+    // moves several messages per latency.
+    const auto within = [&](double per_op_us) {
+      return static_cast<int>(std::min(kFigureSeconds * 1e6 / std::max(per_op_us, 1e-3), 1e9));
+    };
+    ping_iters = std::max(o.iters, std::min(ping_iters, within(2 * probe_us)));
+    stream_count = std::max(o.iters, std::min(stream_count, within(probe_us / 4)));
+  }
   barrier(comm);
   const double latency = maxOverRanks(runner.pingPong(b.send.data(), recv_pointers[0], size, send_region,
                                                       recv_regions[0], ping_iters), comm);

@@ -29,11 +29,20 @@ class TransportLayer : public P2pLayer {
     options_ = transport::transportOptionsFromConfig();
     options_.bind_address = bind_address;
     name_ = transport::networkTransport(config::getString("MEGASCALE_TRANSPORT"));
+    // The protocol the plugin runs (no eager copies where device memory may be received), so the two columns
+    // compare the same transfers.
+    options_.device_memory_receives =
+        transport::mayReceiveIntoDeviceMemory(transport::createTransport(name_, options_)->properties());
   }
   std::string name() const override { return "transport"; }
   std::string description() const override {
-    return "megascale " + name_ + " transport, " + std::to_string(options_.sockets_per_comm) +
-           " socket(s) per comm, on " + options_.bind_address;
+    const std::string lanes = name_ == "tcp"       ? std::to_string(options_.sockets_per_comm) + " socket(s) per comm, "
+                              : name_ == "ibverbs" ? std::to_string(options_.ib_qps_per_connection) +
+                                                         " queue pair(s) per connection" +
+                                                         (options_.device_memory_receives ? ", no eager sends" : "") +
+                                                         ", "
+                                                   : "";
+    return "megascale " + name_ + " transport, " + lanes + "on " + options_.bind_address;
   }
   void listen(uint8_t handle[kP2pHandleBytes]) override {
     uint8_t random[16];

@@ -195,7 +195,7 @@ Result init(nccl_abi::Logger logger) {
       s.ptr_support |= nccl_abi::kPtrCuda | (props.dma_buf ? nccl_abi::kPtrDmaBuf : 0);
     }
     // Where device memory can be registered, no receive may be filled by a CPU copy (ibverbs' eager path).
-    s.options.device_memory_receives = (props.pointer_kinds & transport::kDevicePointer) || props.dma_buf;
+    s.options.device_memory_receives = transport::mayReceiveIntoDeviceMemory(props);
     const std::string spec = topology::configuredInterfaceSpec();
     s.interfaces = topology::discoverInterfaces(spec);
     if (!props.nic.name.empty()) s.interfaces = {nicAsInterface(props, s.interfaces)};

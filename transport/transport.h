@@ -199,5 +199,9 @@ struct TransportOptions {
   bool device_memory_receives = false;
 };
 
+/// Whether a transport with these properties can be handed device memory by the NCCL plugin's caller: the
+/// plugin then sets TransportOptions::device_memory_receives (and sendrecv_perf's bare transport does too, so
+/// that the two run the same protocol).
+inline bool mayReceiveIntoDeviceMemory(const Properties& p) { return (p.pointer_kinds & kDevicePointer) || p.dma_buf; }
 
 }  // namespace megascale::transport

@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "testbed/roce/emulated.h"
@@ -38,6 +41,30 @@ Clock::duration rnrDelay(uint8_t code) {
                                   480,    640,  960,  1280, 1920,  2560,  3840,  5120,  7680,  10240, 15360,
                                   20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
   return std::chrono::microseconds(us[code & 31]);
+}
+
+// What the NIC did, for EMU_ROCE_STATS=1 (printed when the device is closed): a slow run says why.
+struct NicStats {
+  std::atomic<uint64_t> packets_out{0}, packets_in{0}, timeouts{0}, rnr_naks_sent{0}, sequence_naks_sent{0};
+};
+NicStats g_stats;
+
+bool statsWanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("EMU_ROCE_STATS");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return wanted;
+}
+
+void printStats(EmuContext* c) {
+  std::fprintf(stderr, "emulated RoCE %s (pid %d): %llu packets out, %llu in, %llu ack timeouts, %llu RNR NAKs "
+               "and %llu sequence NAKs sent\n", c->device->device.name, static_cast<int>(getpid()),
+               static_cast<unsigned long long>(g_stats.packets_out.load()),
+               static_cast<unsigned long long>(g_stats.packets_in.load()),
+               static_cast<unsigned long long>(g_stats.timeouts.load()),
+               static_cast<unsigned long long>(g_stats.rnr_naks_sent.load()),
+               static_cast<unsigned long long>(g_stats.sequence_naks_sent.load()));
 }
 
 EmuMr* findMr(EmuContext* c, uint32_t key, bool remote) {
@@ -94,6 +121,7 @@ void sendDatagram(EmuQp* q, const Header& h, const uint8_t* payload, size_t size
   // A full socket buffer, a link that is down, an ICMP error from an earlier datagram: the packet is lost, and
   // the requester's timer (or the peer's) brings it back, as on a lossy wire.
   (void)sendmsg(q->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  g_stats.packets_out.fetch_add(1, std::memory_order_relaxed);
 }
 
 void sendAck(EmuQp* q, Syndrome syndrome, uint32_t psn, uint8_t rnr_timer = 0) {
@@ -302,6 +330,7 @@ bool acceptRequest(EmuContext* c, EmuQp* q, const Header& h, const uint8_t* data
   if (send || (last && (h.flags & kImmediate))) {
     if (q->recv_queue.empty()) {
       sendAck(q, kRnrNak, h.psn, q->attr.min_rnr_timer);
+      g_stats.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
       if (first) q->in_message = false;
       return false;
     }
@@ -356,7 +385,10 @@ void onRequest(EmuContext* c, EmuQp* q, const Header& h, const uint8_t* data, si
     return sendAck(q, kAcknowledge, psnAdd(q->epsn, kPsnMask));
   }
   if (d > 0) {  // a gap: ask for the missing PSN once
-    if (!q->nak_sent) sendAck(q, kSequenceNak, q->epsn);
+    if (!q->nak_sent) {
+      sendAck(q, kSequenceNak, q->epsn);
+      g_stats.sequence_naks_sent.fetch_add(1, std::memory_order_relaxed);
+    }
     q->nak_sent = true;
     return;
   }
@@ -377,6 +409,7 @@ void receive(EmuContext* c, EmuQp* q) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return;  // EAGAIN, or an ICMP error for an earlier datagram: a lost packet
     if (static_cast<size_t>(n) < sizeof(Header)) continue;  // not ours
+    g_stats.packets_in.fetch_add(1, std::memory_order_relaxed);
     Header h;
     std::memcpy(&h, buffer, sizeof(h));
     if (h.dest_qpn != q->qp.qp_num) continue;
@@ -405,6 +438,7 @@ void expire(EmuQp* q, Clock::time_point now) {
     q->deadline = {};
     return;
   }
+  g_stats.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (++q->retries > q->attr.retry_cnt) return failRequester(q, IBV_WC_RETRY_EXC_ERR);
   q->tx_psn = q->una_psn;
   q->deadline = now + ackTimeout(q->attr.timeout);
@@ -412,7 +446,12 @@ void expire(EmuQp* q, Clock::time_point now) {
 
 void run(EmuContext* c) {
   epoll_event events[64];
+  Clock::time_point next_stats = Clock::now() + std::chrono::seconds(2);
   while (!c->stopping.load()) {
+    if (statsWanted() && Clock::now() > next_stats) {  // also while running: a run killed for time says why too
+      printStats(c);
+      next_stats = Clock::now() + std::chrono::seconds(2);
+    }
     int wait_ms = 100;
     {
       std::lock_guard<std::mutex> guard(c->lock);
@@ -502,6 +541,7 @@ void stopNic(EmuContext* c) {
   if (c->nic.joinable()) c->nic.join();
   close(c->epoll_fd);
   close(c->doorbell_fd);
+  if (statsWanted()) printStats(c);
 }
 
 }  // namespace megascale::testbed::roce

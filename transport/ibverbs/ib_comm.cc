@@ -320,13 +320,12 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
                          const MemoryRegion* const* mrs, Request** request) {
   *request = nullptr;
   if (!error_.isOk()) return error_;
-  if (cts_in_flight_ >= kMaxRequests) MSC_RETURN_IF_ERROR(progress());
-  if (cts_in_flight_ >= kMaxRequests) return Status::ok();  // no slot now: the caller retries after test()
+  if (waiting_cts_.size() >= kMaxWaitingCts) MSC_RETURN_IF_ERROR(progress());
+  if (waiting_cts_.size() >= kMaxWaitingCts) return Status::ok();  // the caller retries after test()
   Slot* slot = freeSlot(slots_);
   if (slot == nullptr) return Status::ok();
   MSC_RETURN_IF_ERROR(slot->posted.post(n, data, sizes, tags));
-  ib_wire::Cts& cts = cts_out_.items[static_cast<size_t>(cts_posted_ % (2 * kMaxRequests))];
-  cts = {};
+  ib_wire::Cts cts{};
   cts.slot = static_cast<uint32_t>(slot->index);
   cts.count = static_cast<uint32_t>(n);
   cts.sizes_addr = reinterpret_cast<uint64_t>(sizes_.items[static_cast<size_t>(slot->index)].data());
@@ -360,19 +359,31 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
     MSC_RETURN_IF_ERROR(fill(*slot, entry, it->tag, it->data.data(), it->data.size()));
     it = unexpected_.erase(it);
   }
-  ibv_sge sge{reinterpret_cast<uint64_t>(&cts), sizeof(cts), cts_out_.registration.mr()->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = kCtsSend | static_cast<uint64_t>(slot->index);
-  wr.opcode = IBV_WR_SEND;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.send_flags = (cts_posted_ + 1) % kCtsSignalEvery == 0 ? IBV_SEND_SIGNALED : 0;
-  if (int rc = postSend(qps_->qp(0), &wr)) {
-    return failed(postFailed(rc, "sending a clear-to-send to", watch_.link().peer()));
-  }
-  ++cts_in_flight_;
-  ++cts_posted_;
+  // The CTS leaves now, or once earlier ones drain: a receive whose messages all came eagerly completes without
+  // waiting for the sender to take CTSs (a sender done with its sends may not drive its comm for a while).
+  waiting_cts_.push_back(cts);
   *request = slot;
+  return sendWaitingCts();
+}
+
+Status IbRecvComm::sendWaitingCts() {
+  while (!waiting_cts_.empty() && cts_in_flight_ < kMaxRequests) {
+    ib_wire::Cts& cts = cts_out_.items[static_cast<size_t>(cts_posted_ % (2 * kMaxRequests))];
+    cts = waiting_cts_.front();
+    ibv_sge sge{reinterpret_cast<uint64_t>(&cts), sizeof(cts), cts_out_.registration.mr()->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = kCtsSend | static_cast<uint64_t>(cts.slot);
+    wr.opcode = IBV_WR_SEND;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = (cts_posted_ + 1) % kCtsSignalEvery == 0 ? IBV_SEND_SIGNALED : 0;
+    if (int rc = postSend(qps_->qp(0), &wr)) {
+      return failed(postFailed(rc, "sending a clear-to-send to", watch_.link().peer()));
+    }
+    waiting_cts_.pop_front();
+    ++cts_in_flight_;
+    ++cts_posted_;
+  }
   return Status::ok();
 }
 
@@ -458,7 +469,7 @@ Status IbRecvComm::progress() {
     for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i]));
   }
   if (n < 0) return failed(Status(ErrorCode::kSystem, "ibverbs: polling the completion queue failed"));
-  return Status::ok();
+  return sendWaitingCts();
 }
 
 bool IbRecvComm::appendReadiness(std::vector<pollfd>& fds) const {

@@ -86,6 +86,7 @@ class IbRecvComm : public RecvComm {
 
  private:
   static constexpr int kBounces = 64;
+  static constexpr size_t kMaxWaitingCts = 1024;
   struct Slot : Request {
     int index = 0;
     bool in_use = false;
@@ -106,6 +107,8 @@ class IbRecvComm : public RecvComm {
   Status deliverEager(uint32_t tag, const uint8_t* data, size_t size);
   Status fill(Slot& s, int entry, uint32_t tag, const uint8_t* data, size_t size);
   Status postBounce(int index);
+  /// Posts waiting CTSs, oldest first, while fewer than kMaxRequests are unacknowledged.
+  Status sendWaitingCts();
   Status postZeroReceive(int qp);
   bool complete(const Slot& s) const;
   Status failed(Status s);
@@ -116,7 +119,9 @@ class IbRecvComm : public RecvComm {
   std::deque<int> posted_;  // slots in irecv order, until done
   // CTSs not yet acknowledged. At most kMaxRequests, the sender's CTS receives: more would meet receiver-not-
   // ready NAKs and fill the send queue (a stream of small messages posts receives faster than CTSs drain).
+  // Those beyond wait here, in receive order.
   int cts_in_flight_ = 0;
+  std::deque<ib_wire::Cts> waiting_cts_;
   int cts_posted_ = 0;  // every kCtsSignalEvery-th is signaled: its completion retires the ones before it
   std::deque<Unexpected> unexpected_;
   // A CTS buffer is reused only after its send completed: a receive can finish (its small messages came
