@@ -5,12 +5,12 @@
 # within each repeat; time and busbw per size, medians of REPEATS, busbw ratios to tcp. The emulated device is
 # a user-space NIC sharing this machine's cores: its speed is no target; that every transport moves correct data
 # across the hosts is (a wrong element fails the run).
-#   bench/rdma_compare.sh [BUILD_DIR]   (root; env: RATE=1gbit MIN=8 MAX=4M FACTOR=16 REPEATS=3 ITERS=5
+#   bench/rdma_compare.sh [BUILD_DIR]   (root; env: RATE=1gbit MIN=8 MAX=16M FACTOR=8 REPEATS=3 ITERS=5
 #                                        TRANSPORTS="tcp ucx ib" TOOLS="all_reduce sendrecv")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
-RATE=${RATE:-1gbit} MIN=${MIN:-8} MAX=${MAX:-4M} FACTOR=${FACTOR:-16} REPEATS=${REPEATS:-3} ITERS=${ITERS:-5}
+RATE=${RATE:-1gbit} MIN=${MIN:-8} MAX=${MAX:-16M} FACTOR=${FACTOR:-8} REPEATS=${REPEATS:-3} ITERS=${ITERS:-5}
 TRANSPORTS=${TRANSPORTS:-"tcp ucx ib"} TOOLS=${TOOLS:-"all_reduce sendrecv"}
 [ "$(id -u)" = 0 ] || { echo "rdma_compare: the emulated hosts need root"; exit 77; }
 [ -e "$build/testbed/roce/libibverbs.so.1" ] || { echo "rdma_compare: $build has no emulated RoCE device (rdma-core headers)"; exit 2; }
@@ -26,7 +26,7 @@ start_store
 
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, kernel $(uname -r)"
 echo "# 2 emulated hosts x 1 rank, one link at $RATE (network namespaces, veth, a bridge, HTB), MTU $EMU_MTU"
-echo "# ucx: UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# *Library version: *//p' | head -1), UCX_TLS=tcp;" \
+echo "# ucx: UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# *Version *//p' | head -1), UCX_TLS=tcp;" \
      "ib: emulated RoCE (testbed/roce, UDP over rail0), MEGASCALE_IB_QPS_PER_CONNECTION=${MEGASCALE_IB_QPS_PER_CONNECTION:-2}"
 
 # run TRANSPORT TOOL OUTPUT: one sweep between the hosts over TRANSPORT.
@@ -69,7 +69,7 @@ for tool in $TOOLS; do
     declare -A bw=()
     for transport in $TRANSPORTS; do
       t=$(tr ' ' '\n' <<< "${times[$tool,$transport,$size]:-}" | grep . | median)
-      bw[$transport]=$(awk -v s="$size" -v t="$t" 'BEGIN { printf "%.4f", (t > 0 ? s / t / 1e3 : 0) }')
+      bw[$transport]=$(awk -v s="$size" -v t="$t" 'BEGIN { printf "%.6g", (t > 0 ? s / t / 1e3 : 0) }')
       line+=$(printf ' %11.1f %9.4f' "$t" "${bw[$transport]}")
     done
     for transport in $TRANSPORTS; do [ "$transport" = tcp ] || line+=$(printf ' %8s' "$(ratio "${bw[$transport]}" "${bw[tcp]:-0}")"); done

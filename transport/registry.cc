@@ -50,7 +50,7 @@ const std::vector<TransportInfo>& transportRegistry() {
   static const std::vector<TransportInfo> rows = {
       {"shm", true, nullptr, make<ShmTransport>, always},
 #ifdef MEGASCALE_WITH_IBVERBS
-      {"ibverbs", false, nullptr, make<IbTransport>},
+      {"ibverbs", false, nullptr, make<IbTransport>, IbTransport::deviceAvailable},
 #else
       {"ibverbs", false, "it needs libibverbs-dev at build time", nullptr},
 #endif

@@ -18,8 +18,9 @@ struct TransportInfo {
   /// Null when this build has the transport; otherwise why not (what it needs).
   const char* missing;
   std::unique_ptr<Transport> (*create)(const TransportOptions& options);
-  /// Whether MEGASCALE_TRANSPORT=auto takes it on this machine; null: only when named (ucx: its context costs a
-  /// communicator more than tcp's sockets, for a network path tcp or ibverbs already give).
+  /// Whether MEGASCALE_TRANSPORT=auto takes it on this machine (ibverbs: when an RDMA device is up); null: only
+  /// when named (ucx: its context costs a communicator more than tcp's sockets, for a network path tcp or
+  /// ibverbs already give).
   bool (*chosen_by_auto)() = nullptr;
 };
 

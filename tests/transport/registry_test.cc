@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 
 #include "transport/shm/shm_transport.h"
@@ -37,8 +38,14 @@ TEST(TransportRegistry, ListsEveryTransportBestFirstWithWhatItReaches) {
   EXPECT_TRUE(createTransport("shm", options)->properties().same_host_only);
 }
 
+// Whether an RDMA device is up here (ctest runs this file once more on the emulated RoCE device).
+bool rdmaDeviceUp() {
+  const TransportInfo* ib = findTransport("ibverbs");
+  return ib->missing == nullptr && ib->chosen_by_auto != nullptr && ib->chosen_by_auto();
+}
+
 TEST(TransportRegistry, ACommunicatorListensOnEveryBuiltTransportUnderAuto) {
-  EXPECT_EQ(communicatorTransports("auto", false), (Names{"shm", "tcp"}));
+  EXPECT_EQ(communicatorTransports("auto", false), rdmaDeviceUp() ? (Names{"shm", "ibverbs", "tcp"}) : (Names{"shm", "tcp"}));
   EXPECT_EQ(communicatorTransports("auto", true), (Names{"shm"}));  // no peer needs the network
   EXPECT_EQ(communicatorTransports("tcp", true), (Names{"tcp"}));
   EXPECT_EQ(communicatorTransports("shm", false), (Names{"shm"}));
@@ -53,20 +60,26 @@ TEST(TransportRegistry, ACommunicatorListensOnEveryBuiltTransportUnderAuto) {
   EXPECT_NE(message.find("expected auto or one of shm, ibverbs, ucx, tcp"), std::string::npos) << message;
 }
 
-// UCX and ibverbs are taken only when named (for now, ibverbs: auto keeps tcp until the RDMA path has run on
-// real NICs); under auto every communicator would pay for a UCX context.
+// UCX is taken only when named: under auto every communicator would pay for a UCX context.
 TEST(TransportRegistry, UcxServesOnlyWhenNamed) {
   const TransportInfo* ucx = findTransport("ucx");
   ASSERT_NE(ucx, nullptr);
   EXPECT_EQ(ucx->chosen_by_auto, nullptr);
-  EXPECT_EQ(findTransport("ibverbs")->chosen_by_auto, nullptr);
   if (ucx->missing != nullptr) GTEST_SKIP() << "built without UCX: " << ucx->missing;
   EXPECT_EQ(communicatorTransports("ucx", false), (Names{"ucx"}));
   EXPECT_EQ(networkTransport("ucx"), "ucx");
 }
 
+// As NCCL takes its IB transport whenever it finds a device: auto takes ibverbs where an RDMA port is up.
+TEST(TransportRegistry, AutoTakesIbverbsExactlyWhenAnRdmaDeviceIsUp) {
+  if (findTransport("ibverbs")->missing != nullptr) GTEST_SKIP() << "built without ibverbs";
+  const bool emulated = std::getenv("EMU_ROCE_NETDEVS") != nullptr;  // the ctest entry on the emulated device
+  EXPECT_EQ(rdmaDeviceUp(), emulated);
+  EXPECT_EQ(networkTransport("auto"), emulated ? "ibverbs" : "tcp");
+}
+
 TEST(TransportRegistry, TheNetworkTransportIsNeverASameHostOne) {
-  EXPECT_EQ(networkTransport("auto"), "tcp");
+  EXPECT_EQ(networkTransport("auto"), rdmaDeviceUp() ? "ibverbs" : "tcp");
   EXPECT_EQ(networkTransport("tcp"), "tcp");
   std::string message;
   EXPECT_EQ(codeOf([] { networkTransport("shm"); }, &message), ErrorCode::kInvalidArgument);

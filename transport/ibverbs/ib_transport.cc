@@ -9,6 +9,7 @@
 
 #include "transport/cuda_memory.h"
 #include "transport/ibverbs/ib_comm.h"
+#include "transport/net_transport.h"
 #include "transport/oob_link.h"
 
 namespace megascale::transport {
@@ -129,6 +130,18 @@ IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
     properties_.pointer_kinds |= kDevicePointer;
   }
   properties_.nic = NicInfo{device_->name(), device_->pciPath(), device_->ipv4(), device_->nodeGuid()};
+}
+
+bool IbTransport::deviceAvailable() {
+  try {
+    const TransportOptions knobs = transportOptionsFromConfig();
+    IbSettings settings;
+    settings.hca = knobs.ib_hca;
+    settings.gid_index = knobs.ib_gid_index;
+    return IbDevice::shared(settings) != nullptr;
+  } catch (const Error&) {
+    return false;  // no libibverbs, no device, or a knob that matches none: auto leaves ibverbs out
+  }
 }
 
 std::unique_ptr<Listener> IbTransport::listen() {

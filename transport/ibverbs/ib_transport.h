@@ -15,6 +15,9 @@ class IbTransport : public Transport {
  public:
   /// Throws Error(kUnavailable) when libibverbs or an active RDMA device is missing.
   explicit IbTransport(const TransportOptions& options);
+  /// Whether an RDMA device with an active port matches MEGASCALE_IB_HCA here: MEGASCALE_TRANSPORT=auto takes
+  /// ibverbs then, as NCCL takes its IB transport whenever it finds a device.
+  static bool deviceAvailable();
   const Properties& properties() const override { return properties_; }
   std::unique_ptr<Listener> listen() override;
   std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) override;
