@@ -9,30 +9,13 @@
 #include <thread>
 
 #include "testbed/emulated_cluster.h"
+#include "testbed/host_process.h"
 
 namespace megascale {
 namespace {
 
 using testbed::EmulatedCluster;
-
-// A peer program and the lines it prints.
-class Peer {
- public:
-  explicit Peer(const std::string& command) : pipe_(popen(command.c_str(), "r")) {}
-  ~Peer() {
-    if (pipe_ != nullptr) pclose(pipe_);
-  }
-  std::string line() {
-    char buffer[512];
-    if (pipe_ == nullptr || std::fgets(buffer, sizeof(buffer), pipe_) == nullptr) return "";
-    std::string s = buffer;
-    if (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
-  }
-
- private:
-  FILE* pipe_;
-};
+using Peer = testbed::HostProcess;
 
 TEST(PluginTwoHosts, APulledCableFailsBothSidesWithinTheTimeout) {
   const std::string why = EmulatedCluster::unavailableReason();

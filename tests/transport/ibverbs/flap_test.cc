@@ -6,35 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdio>
 #include <string>
 #include <thread>
 
 #include "testbed/emulated_cluster.h"
+#include "testbed/host_process.h"
 
 namespace megascale {
 namespace {
 
 using testbed::EmulatedCluster;
+using Peer = testbed::HostProcess;
 using Clock = std::chrono::steady_clock;
-
-class Peer {
- public:
-  explicit Peer(const std::string& command) : pipe_(popen(command.c_str(), "r")) {}
-  ~Peer() {
-    if (pipe_ != nullptr) pclose(pipe_);
-  }
-  std::string line() {
-    char buffer[2048];
-    if (pipe_ == nullptr || std::fgets(buffer, sizeof(buffer), pipe_) == nullptr) return "";
-    std::string s = buffer;
-    if (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
-  }
-
- private:
-  FILE* pipe_;
-};
 
 struct Outcome {
   std::string sender, receiver;
