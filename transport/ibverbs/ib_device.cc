@@ -2,11 +2,11 @@
 
 #include <arpa/inet.h>
 #include <limits.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 
+#include "common/process_shared.h"
 #include "common/status.h"
 
 namespace megascale::transport {
@@ -43,17 +43,8 @@ double portGbps(const ibv_port_attr& a) {
 }  // namespace
 
 std::shared_ptr<IbDevice> IbDevice::shared(const IbSettings& settings) {
-  static std::mutex lock;
-  static std::weak_ptr<IbDevice> current;
-  static pid_t owner = 0;
-  std::lock_guard<std::mutex> guard(lock);
-  std::shared_ptr<IbDevice> device = current.lock();
-  if (device == nullptr || owner != getpid()) {
-    device.reset(new IbDevice(loadVerbs(), settings));
-    current = device;
-    owner = getpid();
-  }
-  return device;
+  static ProcessShared<IbDevice> device;
+  return device.get([&] { return std::shared_ptr<IbDevice>(new IbDevice(loadVerbs(), settings)); });
 }
 
 IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api) {

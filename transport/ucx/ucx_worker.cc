@@ -1,9 +1,6 @@
 #include "transport/ucx/ucx_worker.h"
 
-#include <unistd.h>
-
-#include <mutex>
-
+#include "common/process_shared.h"
 #include "common/socket.h"
 
 namespace megascale::transport {
@@ -13,17 +10,8 @@ std::string ucxError(const std::string& what, ucs_status_t status) {
 }
 
 std::shared_ptr<UcxWorker> UcxWorker::shared() {
-  static std::mutex lock;
-  static std::weak_ptr<UcxWorker> current;
-  static pid_t owner = 0;
-  std::lock_guard<std::mutex> guard(lock);
-  std::shared_ptr<UcxWorker> worker = current.lock();
-  if (worker == nullptr || owner != getpid()) {
-    worker = std::make_shared<UcxWorker>();
-    current = worker;
-    owner = getpid();
-  }
-  return worker;
+  static ProcessShared<UcxWorker> worker;
+  return worker.get([] { return std::make_shared<UcxWorker>(); });
 }
 
 UcxWorker::UcxWorker() {
