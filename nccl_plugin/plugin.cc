@@ -171,6 +171,32 @@ bool validDevice(int dev) {
   return state().initialized && dev >= 0 && dev < static_cast<int>(state().interfaces.size());
 }
 
+// Hands the transport's request to NCCL inside `wrapper` (taken from the comm's pool), which goes back to the
+// pool when the transport took nothing; `sizes`: how many sizes test() reports for it.
+template <typename Post>
+Result wrapRequest(const char* operation, Request* wrapper, SendComm* send, RecvComm* recv, int sizes, void** request,
+                   Post&& post) {
+  transport::Request* r = nullptr;
+  Status s = post(&r);
+  if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
+  if (!s.isOk()) return fail(operation, s);
+  if (r != nullptr) {
+    wrapper->send = send;
+    wrapper->recv = recv;
+    wrapper->request = r;
+    wrapper->n = sizes;
+    *request = wrapper;
+  }
+  return nccl_abi::kSuccess;
+}
+
+// NCCL's memory handles as the transport's regions (null handles stay null).
+void regionsOf(int n, void** mhandles, const transport::MemoryRegion** regions) {
+  for (int i = 0; i < n; ++i) {
+    regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
+  }
+}
+
 template <typename T>
 T* as(void* pointer, Kind kind) {
   T* object = static_cast<T*>(pointer);
@@ -380,19 +406,9 @@ Result isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, v
     *request = nullptr;
     Request* wrapper = c->requests.take();
     if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
-    transport::Request* r = nullptr;
-    Status s =
-        c->comm->isend(data, size, static_cast<uint32_t>(tag), static_cast<transport::MemoryRegion*>(mhandle), &r);
-    if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
-    if (!s.isOk()) return fail("isend", s);
-    if (r != nullptr) {
-      wrapper->send = c;
-      wrapper->recv = nullptr;
-      wrapper->request = r;
-      wrapper->n = 1;
-      *request = wrapper;
-    }
-    return nccl_abi::kSuccess;
+    return wrapRequest("isend", wrapper, c, nullptr, 1, request, [&](transport::Request** r) {
+      return c->comm->isend(data, size, static_cast<uint32_t>(tag), static_cast<transport::MemoryRegion*>(mhandle), r);
+    });
   });
 }
 
@@ -404,25 +420,14 @@ Result irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int
     if (n < 1 || n > transport::kMaxRecvs) return misuse("irecv: %s", "n outside [1, maxRecvs]");
     uint32_t tag_values[transport::kMaxRecvs];
     const transport::MemoryRegion* regions[transport::kMaxRecvs];
-    for (int i = 0; i < n; ++i) {
-      tag_values[i] = static_cast<uint32_t>(tags[i]);
-      regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
-    }
+    for (int i = 0; i < n; ++i) tag_values[i] = static_cast<uint32_t>(tags[i]);
+    regionsOf(n, mhandles, regions);
     *request = nullptr;
     Request* wrapper = c->requests.take();
     if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
-    transport::Request* r = nullptr;
-    Status s = c->comm->irecv(n, data, sizes, tag_values, regions, &r);
-    if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
-    if (!s.isOk()) return fail("irecv", s);
-    if (r != nullptr) {
-      wrapper->send = nullptr;
-      wrapper->recv = c;
-      wrapper->request = r;
-      wrapper->n = n;
-      *request = wrapper;
-    }
-    return nccl_abi::kSuccess;
+    return wrapRequest("irecv", wrapper, nullptr, c, n, request, [&](transport::Request** r) {
+      return c->comm->irecv(n, data, sizes, tag_values, regions, r);
+    });
   });
 }
 
@@ -436,24 +441,13 @@ Result iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, 
     *request = nullptr;
     size_t wide[transport::kMaxRecvs];
     const transport::MemoryRegion* regions[transport::kMaxRecvs];
-    for (int i = 0; i < n; ++i) {
-      wide[i] = sizes[i] > 0 ? static_cast<size_t>(sizes[i]) : 0;
-      regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
-    }
+    for (int i = 0; i < n; ++i) wide[i] = sizes[i] > 0 ? static_cast<size_t>(sizes[i]) : 0;
+    regionsOf(n, mhandles, regions);
     Request* wrapper = c->requests.take();
     if (wrapper == nullptr) return misuse("iflush: %s", "more requests in flight than the comm takes");
-    transport::Request* r = nullptr;
-    Status s = c->comm->iflush(n, data, wide, regions, &r);
-    if (!s.isOk() || r == nullptr) RequestPool::release(wrapper);
-    if (!s.isOk()) return fail("iflush", s);
-    if (r != nullptr) {
-      wrapper->send = nullptr;
-      wrapper->recv = c;
-      wrapper->request = r;
-      wrapper->n = 0;  // reports no sizes
-      *request = wrapper;
-    }
-    return nccl_abi::kSuccess;
+    return wrapRequest("iflush", wrapper, nullptr, c, 0, request, [&](transport::Request** r) {  // no sizes
+      return c->comm->iflush(n, data, wide, regions, r);
+    });
   });
 }
 
