@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "qp_attributes.h"
+
 namespace {
 
 class EmulatedDevice : public ::testing::Test {
@@ -32,14 +34,7 @@ class EmulatedDevice : public ::testing::Test {
   }
 
   ibv_qp* createQp() {
-    ibv_qp_init_attr init{};
-    init.send_cq = cq_;
-    init.recv_cq = cq_;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = 16;
-    init.cap.max_recv_wr = 16;
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
+    ibv_qp_init_attr init = qpAttributes(cq_, 16, 1);
     return ibv_create_qp(pd_, &init);
   }
 
@@ -152,12 +147,7 @@ TEST_F(EmulatedDevice, QueuePairsFollowTheRcStateMachine) {
 }
 
 TEST_F(EmulatedDevice, OnlyReliableConnectedQueuePairsAreOffered) {
-  ibv_qp_init_attr init{};
-  init.send_cq = cq_;
-  init.recv_cq = cq_;
-  init.qp_type = IBV_QPT_UD;
-  init.cap.max_send_wr = 1;
-  init.cap.max_recv_wr = 1;
+  ibv_qp_init_attr init = qpAttributes(cq_, 1, 0, IBV_QPT_UD);
   errno = 0;
   EXPECT_EQ(ibv_create_qp(pd_, &init), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "qp_attributes.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -48,14 +50,7 @@ class EmulatedRc : public ::testing::Test {
   }
 
   ibv_qp* createQp(ibv_cq* cq) {
-    ibv_qp_init_attr init{};
-    init.send_cq = cq;
-    init.recv_cq = cq;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = 64;
-    init.cap.max_recv_wr = 64;
-    init.cap.max_send_sge = 2;
-    init.cap.max_recv_sge = 2;
+    ibv_qp_init_attr init = qpAttributes(cq, 64, 2);
     return ibv_create_qp(pd_, &init);
   }
 
