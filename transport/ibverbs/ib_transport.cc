@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <any>
 #include <deque>
 #include <vector>
@@ -171,17 +170,7 @@ Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, Me
   MSC_RETURN_IF_ERROR(Transport::registerMemory(data, size, kind, mr));
   if (size == 0) return Status::ok();  // nothing to reach: transfers of no bytes need no registration
   const auto address = reinterpret_cast<uintptr_t>(data);
-  ibv_mr* made = nullptr;
-  if (kind == kHostPointer) {
-    // Whole pages: a later registration of a neighbouring buffer on the same pages shares this one.
-    const DmaBufRange pages = dmaBufRangeFor(address, std::max<size_t>(size, 1), pageBytes());
-    MSC_RETURN_IF_ERROR(device_->registrations().acquire(
-        pages.begin, pages.begin + pages.bytes, false,
-        [this](uintptr_t begin, size_t bytes) {
-          return device_->api().reg_mr(device_->pd(), reinterpret_cast<void*>(begin), bytes, kRegistrationAccess);
-        },
-        &made));
-  } else {
+  if (kind == kDevicePointer) {
     const DmaBufRange range = dmaBufRangeFor(address, size, pageBytes());
     int fd = -1;
     MSC_RETURN_IF_ERROR(CudaDriver::get().exportDmaBuf(range, &fd));
@@ -189,6 +178,15 @@ Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, Me
     close(fd);  // the registration holds its own reference to the buffer
     return s;
   }
+  // Whole pages: a later registration of a neighbouring buffer on the same pages shares this one.
+  const DmaBufRange pages = dmaBufRangeFor(address, size, pageBytes());
+  ibv_mr* made = nullptr;
+  MSC_RETURN_IF_ERROR(device_->registrations().acquire(
+      pages.begin, pages.begin + pages.bytes, false,
+      [this](uintptr_t begin, size_t bytes) {
+        return device_->api().reg_mr(device_->pd(), reinterpret_cast<void*>(begin), bytes, kRegistrationAccess);
+      },
+      &made));
   mr->handle = made;
   return Status::ok();
 }
