@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "plugin_fixture.h"
+#include "transport/transport.h"
 
 namespace megascale::nccl_plugin {
 namespace {
@@ -144,7 +146,21 @@ TEST_P(PluginProcesses, ARingOfFourProcessesGathersEveryChunk) {
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(reap(pids[rank], deadline), 0) << "rank " << rank;
 }
 
-constexpr size_t kBigMessage = size_t{64} << 20;  // far more than the socket buffers hold (a few MiB)
+// The largest buffer the kernel may grow a TCP socket's to (the third field of tcp_rmem or tcp_wmem).
+size_t socketBufferMax(const char* sysctl_path) {
+  FILE* f = std::fopen(sysctl_path, "r");
+  unsigned long low = 0, initial = 0, max = 0;
+  const bool read = f != nullptr && std::fscanf(f, "%lu %lu %lu", &low, &initial, &max) == 3;
+  if (f != nullptr) std::fclose(f);
+  return read ? max : size_t{64} << 20;
+}
+
+// Far more than the socket buffers of a comm can hold once the kernel has grown them (2 x 32 MiB receive buffers
+// on Debian's defaults): a send of it cannot finish while its receiver is stalled.
+const size_t kBigMessage = 2 * transport::TransportOptions{}.sockets_per_comm *
+                               (socketBufferMax("/proc/sys/net/ipv4/tcp_rmem") +
+                                socketBufferMax("/proc/sys/net/ipv4/tcp_wmem")) +
+                           (size_t{64} << 20);
 
 // The child takes part in one transfer, lets it start, then stalls until it is killed mid-message. Only one side
 // tests at a time, so no more than the socket buffers hold moves before the kill.
