@@ -22,6 +22,18 @@ class SlotPool {
     return slots_.back().get();
   }
 
+  /// Whether some slot in use satisfies pred (any slot in use, without one).
+  template <typename P>
+  bool anyInUse(P&& pred) const {
+    for (const std::unique_ptr<Slot>& s : slots_) {
+      if (s->in_use && pred(static_cast<const Slot&>(*s))) return true;
+    }
+    return false;
+  }
+  bool anyInUse() const {
+    return anyInUse([](const Slot&) { return true; });
+  }
+
   /// Calls f on every slot in use (a comm closing cancels what is still posted).
   template <typename F>
   void forEachInUse(F&& f) {

@@ -30,6 +30,8 @@ void load() {
   bindSymbol(library, "ucp_worker_get_address", &g_api.worker_get_address, &missing);
   bindSymbol(library, "ucp_worker_release_address", &g_api.worker_release_address, &missing);
   bindSymbol(library, "ucp_worker_progress", &g_api.worker_progress, &missing);
+  bindSymbol(library, "ucp_worker_get_efd", &g_api.worker_get_efd, &missing);
+  bindSymbol(library, "ucp_worker_arm", &g_api.worker_arm, &missing);
   bindSymbol(library, "ucp_ep_create", &g_api.ep_create, &missing);
   bindSymbol(library, "ucp_ep_close_nbx", &g_api.ep_close_nbx, &missing);
   bindSymbol(library, "ucp_tag_send_nbx", &g_api.tag_send_nbx, &missing);

@@ -20,6 +20,8 @@ struct UcxApi {
   decltype(&ucp_worker_get_address) worker_get_address;
   decltype(&ucp_worker_release_address) worker_release_address;
   decltype(&ucp_worker_progress) worker_progress;
+  decltype(&ucp_worker_get_efd) worker_get_efd;
+  decltype(&ucp_worker_arm) worker_arm;
   decltype(&ucp_ep_create) ep_create;
   decltype(&ucp_ep_close_nbx) ep_close_nbx;
   decltype(&ucp_tag_send_nbx) tag_send_nbx;

@@ -10,6 +10,19 @@ std::string sendWhat(size_t size, uint32_t tag) {
 
 constexpr int kProgressTurnsPerTest = 8;
 
+// What a waiter on a comm polls: the worker's descriptor, or one readable at once when the worker has work or
+// `any_done` finds a request already complete; and the setup socket, whose close is how a lost peer shows.
+template <typename AnyDone>
+bool appendWorkerAndLink(UcxWorker& worker, const OobLink& link, AnyDone&& any_done, std::vector<pollfd>& fds) {
+  std::lock_guard<SpinLock> guard(worker.lock());
+  const UcxWorker::Arming arming = worker.arm();
+  if (arming == UcxWorker::Arming::kNoDescriptor) return false;
+  const bool sleep = arming == UcxWorker::Arming::kArmed && !any_done();
+  fds.push_back(pollfd{sleep ? worker.eventFd() : worker.wakeFd(), POLLIN, 0});
+  fds.push_back(pollfd{link.fd(), POLLIN, 0});
+  return true;
+}
+
 }  // namespace
 
 UcxSendComm::~UcxSendComm() {
@@ -63,6 +76,15 @@ Status UcxSendComm::test(Request* request, bool* done, size_t* size) {
   if (size != nullptr) *size = slot->size;
   slot->in_use = false;
   return Status::ok();
+}
+
+bool UcxSendComm::appendReadiness(std::vector<pollfd>& fds) const {
+  if (!slots_.anyInUse()) return true;
+  return appendWorkerAndLink(endpoint_->worker(), watch_.link(), [this] {
+    return slots_.anyInUse([](const Slot& s) {
+      return s.ucx == nullptr || ucx().request_check_status(s.ucx) != UCS_INPROGRESS;
+    });
+  }, fds);
 }
 
 UcxRecvComm::~UcxRecvComm() {
@@ -155,6 +177,19 @@ Status UcxRecvComm::test(Request* request, bool* done, size_t* sizes) {
   if (sizes != nullptr) slot->posted.copySizes(sizes);
   slot->in_use = false;
   return Status::ok();
+}
+
+bool UcxRecvComm::appendReadiness(std::vector<pollfd>& fds) const {
+  if (!slots_.anyInUse()) return true;
+  return appendWorkerAndLink(*worker_, watch_.link(), [this] {
+    return slots_.anyInUse([](const Slot& s) {
+      for (int i = 0; i < s.posted.n; ++i) {
+        ucp_tag_recv_info_t info{};
+        if (s.ucx[i] != nullptr && ucx().tag_recv_request_test(s.ucx[i], &info) != UCS_INPROGRESS) return true;
+      }
+      return false;  // a slot whose buffers have all completed was finished by test()
+    });
+  }, fds);
 }
 
 }  // namespace megascale::transport

@@ -2,7 +2,8 @@
 // id the receiving side gave (high half) and the caller's tag (low half); large messages go by UCX's
 // rendezvous protocol, and test() drives the worker. A lost peer fails the comm's requests with kPeerLost
 // naming it: the setup socket's close tells both sides (a receive waits on the worker, not on an endpoint, and
-// shared memory cannot report a failure to UCX).
+// shared memory cannot report a failure to UCX). A waiter sleeps on the worker's event descriptor and the setup
+// socket.
 #pragma once
 
 #include <memory>
@@ -27,6 +28,7 @@ class UcxSendComm : public SendComm {
   ~UcxSendComm() override;
   Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) override;
   Status test(Request* request, bool* done, size_t* size) override;
+  bool appendReadiness(std::vector<pollfd>& fds) const override;
 
  private:
   struct Slot : Request {
@@ -50,6 +52,7 @@ class UcxRecvComm : public RecvComm {
   Status irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags, const MemoryRegion* const* mrs,
                Request** request) override;
   Status test(Request* request, bool* done, size_t* sizes) override;
+  bool appendReadiness(std::vector<pollfd>& fds) const override;
   uint64_t remoteId() const override { return watch_.link().remoteId(); }
 
  private:

@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx_worker.h"
 
+#include <sys/eventfd.h>
+
 #include "common/process_shared.h"
 #include "common/socket.h"
 
@@ -21,7 +23,7 @@ UcxWorker::UcxWorker() {
   if (s != UCS_OK) throw Error(ErrorCode::kUnavailable, ucxError("ucx: reading UCX_* settings", s));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;  // waiters sleep in poll() on the worker's descriptor
   s = ucx().init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
   ucx().config_release(config);
   if (s != UCS_OK) throw Error(ErrorCode::kUnavailable, ucxError("ucx: no usable transport (check UCX_TLS)", s));
@@ -43,6 +45,18 @@ UcxWorker::UcxWorker() {
   }
   address_.assign(reinterpret_cast<const char*>(address), length);
   ucx().worker_release_address(worker_, address);
+  if (ucx().worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
+  always_ready_ = Fd(eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK));
+}
+
+UcxWorker::Arming UcxWorker::arm() {
+  if (event_fd_ < 0 || !always_ready_.valid()) return Arming::kNoDescriptor;
+  // Progress that does anything may complete a request of any comm on this worker, one its caller tested
+  // before: that caller must look again, not sleep. UCX arms only an idle worker (else UCS_ERR_BUSY).
+  if (ucx().worker_progress(worker_) != 0) return Arming::kBusy;
+  const ucs_status_t armed = ucx().worker_arm(worker_);
+  if (armed == UCS_OK) return Arming::kArmed;
+  return armed == UCS_ERR_BUSY ? Arming::kBusy : Arming::kNoDescriptor;
 }
 
 UcxWorker::~UcxWorker() {

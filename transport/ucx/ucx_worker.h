@@ -7,13 +7,16 @@
 // message. UCX reads its own UCX_* knobs (UCX_TLS, UCX_NET_DEVICES) when the context is made.
 #pragma once
 
+#include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "common/socket.h"
 #include "common/spin_lock.h"
 #include "common/status.h"
 #include "transport/ucx/ucx_api.h"
@@ -40,6 +43,15 @@ class UcxWorker {
   /// This worker's address, for peers to connect to (what UCX_TLS allows: shared memory, tcp, RDMA).
   const std::string& address() const { return address_; }
 
+  enum class Arming { kArmed, kBusy, kNoDescriptor };
+  /// Readies the worker for a waiter's poll() (lock held). kArmed: eventFd() turns readable at the next event
+  /// of any comm on this worker; kBusy: there is work to do now (wakeFd() is readable at once); kNoDescriptor:
+  /// UCX gave none (the caller naps). A request its caller has not yet seen complete must still be looked for
+  /// after kArmed: another comm's test() may have completed it.
+  Arming arm();
+  int eventFd() const { return event_fd_; }
+  int wakeFd() const { return always_ready_.get(); }
+
   /// Closes an endpoint (lock held), waiting up to `flush_timeout` for what is still in flight to arrive when
   /// `flush` (a send reported done may still be on its way).
   void closeEndpoint(ucp_ep_h ep, bool flush, std::chrono::milliseconds flush_timeout);
@@ -50,6 +62,8 @@ class UcxWorker {
   SpinLock lock_;
   uint32_t last_connection_id_ = 0;
   std::string address_;
+  int event_fd_ = -1;  // UCX's, closed with the worker; -1 where it gave none
+  Fd always_ready_;    // an eventfd signalled once and never read: poll() returns at once
 };
 
 /// "what: UCX status text".
