@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx_comm.h"
 
+#include "common/backoff.h"
+
 namespace megascale::transport {
 
 namespace {
@@ -12,8 +14,14 @@ constexpr int kProgressTurnsPerTest = 8;
 
 // What a waiter on a comm polls: the worker's descriptor, or one readable at once when the worker has work or
 // `any_done` finds a request already complete; and the setup socket, whose close is how a lost peer shows.
+//
+// Offered only on a crowded host (more ranks than cores), where it pays: there a nap costs milliseconds (2 hosts x
+// 2 ranks on 2 cores: 4.2 ms per 8 B all-reduce napping, 0.16 ms sleeping here). With cores to spare the waiter
+// naps: UCX's wake-up path (its sockets' epoll inside the worker's, inside the waiter's) cost all-reduces over a
+// 1 Gbit/s link a third of their bandwidth (2 MiB: 27 against 18 ms). docs/performance.md has the runs.
 template <typename AnyDone>
 bool appendWorkerAndLink(UcxWorker& worker, const OobLink& link, AnyDone&& any_done, std::vector<pollfd>& fds) {
+  if (!oversubscribedHost().load(std::memory_order_relaxed)) return false;
   std::lock_guard<SpinLock> guard(worker.lock());
   const UcxWorker::Arming arming = worker.arm();
   if (arming == UcxWorker::Arming::kNoDescriptor) return false;
