@@ -17,8 +17,9 @@ constexpr int kProgressTurnsPerTest = 8;
 //
 // Offered only on a crowded host (more ranks than cores), where it pays: there a nap costs milliseconds (2 hosts x
 // 2 ranks on 2 cores: 4.2 ms per 8 B all-reduce napping, 0.16 ms sleeping here). With cores to spare the waiter
-// naps: UCX's wake-up path (its sockets' epoll inside the worker's, inside the waiter's) cost all-reduces over a
-// 1 Gbit/s link a third of their bandwidth (2 MiB: 27 against 18 ms). docs/performance.md has the runs.
+// naps: sleeping until UCX's next event cost all-reduces over a 1 Gbit/s link a third of their bandwidth (2 MiB:
+// 27 against 18 ms), since a rendezvous step waits for a later progress call rather than an event (eager-only
+// ran at the link's rate). docs/performance.md has the runs.
 template <typename AnyDone>
 bool appendWorkerAndLink(UcxWorker& worker, const OobLink& link, AnyDone&& any_done, std::vector<pollfd>& fds) {
   if (!oversubscribedHost().load(std::memory_order_relaxed)) return false;
