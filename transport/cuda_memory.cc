@@ -32,8 +32,8 @@ constexpr char kLibrary[] = "libcuda.so.1";
 
 }  // namespace
 
-DmaBufRange dmaBufRangeFor(uintptr_t data, size_t size, size_t page_bytes) {
-  DmaBufRange r;
+PageRange pageRangeFor(uintptr_t data, size_t size, size_t page_bytes) {
+  PageRange r;
   const uintptr_t mask = ~(static_cast<uintptr_t>(page_bytes) - 1);
   r.begin = data & mask;
   const uintptr_t end = (data + size + page_bytes - 1) & mask;
@@ -96,7 +96,7 @@ bool CudaDriver::isDevicePointer(const void* data) const {
          type == kMemoryTypeDevice;
 }
 
-Status CudaDriver::exportDmaBuf(const DmaBufRange& range, int* fd) const {
+Status CudaDriver::exportDmaBuf(const PageRange& range, int* fd) const {
   char where[96];
   std::snprintf(where, sizeof(where), "%zu bytes of device memory at 0x%llx", range.bytes,
                 static_cast<unsigned long long>(range.begin));

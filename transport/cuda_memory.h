@@ -11,14 +11,14 @@
 
 namespace megascale::transport {
 
-/// The range cuMemGetHandleForAddressRange exports for [data, data + size): both ends on host-page boundaries
-/// (the driver refuses others), and where `data` lies in it.
-struct DmaBufRange {
+/// The whole host pages that hold [data, data + size), and where `data` lies in them: the range
+/// cuMemGetHandleForAddressRange exports (it refuses others), and the range a host registration covers.
+struct PageRange {
   uintptr_t begin = 0;
   size_t bytes = 0;
   uint64_t offset = 0;  // of data from begin: ibv_reg_dmabuf_mr's offset argument
 };
-DmaBufRange dmaBufRangeFor(uintptr_t data, size_t size, size_t page_bytes);
+PageRange pageRangeFor(uintptr_t data, size_t size, size_t page_bytes);
 
 class CudaDriver {
  public:
@@ -36,7 +36,7 @@ class CudaDriver {
   bool isDevicePointer(const void* data) const;
   /// A dma-buf descriptor for the aligned `range` (the caller closes it). kUnavailable without a driver or
   /// dma-buf support, kSystem when the driver refuses; the message names the address and the driver's error.
-  Status exportDmaBuf(const DmaBufRange& range, int* fd) const;
+  Status exportDmaBuf(const PageRange& range, int* fd) const;
 
  private:
   CudaDriver();

@@ -5,16 +5,16 @@
 namespace megascale::transport {
 namespace {
 
-TEST(DmaBufRange, CoversTheBufferWithWholePagesAndSaysWhereItStarts) {
-  DmaBufRange r = dmaBufRangeFor(0x10000 + 100, 50, 4096);
+TEST(PageRange, CoversTheBufferWithWholePagesAndSaysWhereItStarts) {
+  PageRange r = pageRangeFor(0x10000 + 100, 50, 4096);
   EXPECT_EQ(r.begin, 0x10000u);
   EXPECT_EQ(r.bytes, 4096u);
   EXPECT_EQ(r.offset, 100u);
-  r = dmaBufRangeFor(0x10000 + 4000, 200, 4096);  // straddles a page boundary
+  r = pageRangeFor(0x10000 + 4000, 200, 4096);  // straddles a page boundary
   EXPECT_EQ(r.begin, 0x10000u);
   EXPECT_EQ(r.bytes, 8192u);
   EXPECT_EQ(r.offset, 4000u);
-  r = dmaBufRangeFor(0x20000, 65536, 65536);  // aligned already
+  r = pageRangeFor(0x20000, 65536, 65536);  // aligned already
   EXPECT_EQ(r.begin, 0x20000u);
   EXPECT_EQ(r.bytes, 65536u);
   EXPECT_EQ(r.offset, 0u);
@@ -27,7 +27,7 @@ TEST(CudaDriver, WithoutADriverNothingIsDeviceMemoryAndExportSaysWhy) {
   int local = 0;
   EXPECT_FALSE(cuda.isDevicePointer(&local));
   int fd = -1;
-  Status s = cuda.exportDmaBuf(dmaBufRangeFor(0x10000, 10, 4096), &fd);
+  Status s = cuda.exportDmaBuf(pageRangeFor(0x10000, 10, 4096), &fd);
   EXPECT_EQ(s.code(), ErrorCode::kUnavailable);
   EXPECT_NE(s.message().find("0x10000"), std::string::npos) << s.message();
   EXPECT_EQ(fd, -1);

@@ -104,13 +104,18 @@ class IbConnector : public Connector {
   OobDial dial_;
 };
 
-}  // namespace
-
-IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
+// Which device and GID the transport's options (MEGASCALE_IB_HCA, MEGASCALE_IB_GID_INDEX) pick.
+IbSettings deviceSettings(const TransportOptions& options) {
   IbSettings settings;
   settings.hca = options.ib_hca;
   settings.gid_index = options.ib_gid_index;
-  device_ = IbDevice::shared(settings);
+  return settings;
+}
+
+}  // namespace
+
+IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
+  device_ = IbDevice::shared(deviceSettings(options));
   qp_settings_.qps = options.ib_qps_per_connection;
   qp_settings_.traffic_class = options.ib_traffic_class >= 0 ? options.ib_traffic_class
                                : options.traffic_class >= 0  ? options.traffic_class
@@ -133,11 +138,7 @@ IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
 
 bool IbTransport::deviceAvailable() {
   try {
-    const TransportOptions knobs = transportOptionsFromConfig();
-    IbSettings settings;
-    settings.hca = knobs.ib_hca;
-    settings.gid_index = knobs.ib_gid_index;
-    return IbDevice::shared(settings) != nullptr;
+    return IbDevice::shared(deviceSettings(transportOptionsFromConfig())) != nullptr;
   } catch (const Error&) {
     return false;  // no libibverbs, no device, or a knob that matches none: auto leaves ibverbs out
   }
@@ -169,17 +170,15 @@ Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, Me
   }
   MSC_RETURN_IF_ERROR(Transport::registerMemory(data, size, kind, mr));
   if (size == 0) return Status::ok();  // nothing to reach: transfers of no bytes need no registration
-  const auto address = reinterpret_cast<uintptr_t>(data);
+  const PageRange pages = pageRangeFor(reinterpret_cast<uintptr_t>(data), size, pageBytes());
   if (kind == kDevicePointer) {
-    const DmaBufRange range = dmaBufRangeFor(address, size, pageBytes());
     int fd = -1;
-    MSC_RETURN_IF_ERROR(CudaDriver::get().exportDmaBuf(range, &fd));
-    Status s = registerDmaBuf(data, size, fd, range.offset, mr);
+    MSC_RETURN_IF_ERROR(CudaDriver::get().exportDmaBuf(pages, &fd));
+    Status s = registerDmaBuf(data, size, fd, pages.offset, mr);
     close(fd);  // the registration holds its own reference to the buffer
     return s;
   }
   // Whole pages: a later registration of a neighbouring buffer on the same pages shares this one.
-  const DmaBufRange pages = dmaBufRangeFor(address, size, pageBytes());
   ibv_mr* made = nullptr;
   MSC_RETURN_IF_ERROR(device_->registrations().acquire(
       pages.begin, pages.begin + pages.bytes, false,
