@@ -23,15 +23,17 @@ std::multimap<uintptr_t, RegistrationCache::Entry>::iterator RegistrationCache::
   return entries_.end();
 }
 
+ibv_mr* RegistrationCache::countHolding(uintptr_t begin, uintptr_t end, bool device_memory) {
+  auto it = findHolding(begin, end, device_memory);
+  if (it == entries_.end()) return nullptr;
+  ++it->second.uses;
+  return it->second.mr;
+}
+
 Status RegistrationCache::acquire(uintptr_t begin, uintptr_t end, bool device_memory, const Register& make,
                                   ibv_mr** mr) {
   std::lock_guard<std::mutex> guard(lock_);
-  auto it = findHolding(begin, end, device_memory);
-  if (it != entries_.end()) {
-    ++it->second.uses;
-    *mr = it->second.mr;
-    return Status::ok();
-  }
+  if ((*mr = countHolding(begin, end, device_memory)) != nullptr) return Status::ok();
   ibv_mr* made = make(begin, static_cast<size_t>(end - begin));
   if (made == nullptr) {
     return Status(ErrorCode::kSystem, "ibverbs: registering " + std::to_string(end - begin) + " bytes of " +
@@ -45,10 +47,7 @@ Status RegistrationCache::acquire(uintptr_t begin, uintptr_t end, bool device_me
 
 ibv_mr* RegistrationCache::acquireExisting(uintptr_t begin, uintptr_t end, bool device_memory) {
   std::lock_guard<std::mutex> guard(lock_);
-  auto it = findHolding(begin, end, device_memory);
-  if (it == entries_.end()) return nullptr;
-  ++it->second.uses;
-  return it->second.mr;
+  return countHolding(begin, end, device_memory);
 }
 
 bool RegistrationCache::release(ibv_mr* mr) {

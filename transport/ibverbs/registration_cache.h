@@ -46,6 +46,8 @@ class RegistrationCache {
   };
   // Lock held.
   std::multimap<uintptr_t, Entry>::iterator findHolding(uintptr_t begin, uintptr_t end, bool device_memory);
+  /// The registration holding [begin, end), counted once more; null when none does. Lock held.
+  ibv_mr* countHolding(uintptr_t begin, uintptr_t end, bool device_memory);
 
   const VerbsApi& api_;
   std::string device_name_;

@@ -35,8 +35,7 @@ Status TransferRegistration::make(IbDevice& device, void* data, size_t size, con
     return Status::ok();
   }
   std::lock_guard<std::mutex> guard(cache.lock());
-  out->mr_ = device.api().reg_mr(device.pd(), data, bytes,
-                                 kRegistrationAccess);
+  out->mr_ = device.api().reg_mr(device.pd(), data, bytes, kRegistrationAccess);
   if (out->mr_ == nullptr) {
     return Status(ErrorCode::kSystem, "ibverbs: registering " + std::to_string(size) + " bytes on " + device.name() +
                                           " failed: " + errnoText(errno));
