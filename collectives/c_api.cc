@@ -256,6 +256,20 @@ mscResult_t mscCommGetDescription(const mscComm_t comm, char* text, size_t size)
   });
 }
 
+mscResult_t mscCommSetName(mscComm_t comm, const char* name) {
+  return guarded([&] {
+    Communicator* c = commOrThrow(comm, "mscCommSetName");
+    if (name == nullptr) throw Error(ErrorCode::kInvalidArgument, "mscCommSetName: null name");
+    c->setName(name);
+    return mscSuccess;
+  });
+}
+
+mscResult_t mscHeartbeat(int64_t step, const char* phase) {
+  heartbeat::reportStep(step, phase == nullptr ? "" : phase);
+  return mscSuccess;
+}
+
 mscResult_t mscCommSynchronize(mscComm_t comm) {
   return guarded([&] { return fromStatus(commOrThrow(comm, "mscCommSynchronize")->synchronize()); });
 }

@@ -372,6 +372,23 @@ std::string Communicator::description() const {
   return text;
 }
 
+void Communicator::reportOutcome(const Status& status) {
+  switch (status.code()) {
+    case ErrorCode::kOk:
+      return heartbeat::reportFinished(heartbeat::Outcome::kOk);
+    case ErrorCode::kPeerLost:
+    case ErrorCode::kSystem:
+    case ErrorCode::kTimeout:
+      return heartbeat::reportFinished(heartbeat::Outcome::kTransportError);
+    default:
+      return heartbeat::reportFinished(heartbeat::Outcome::kOtherError);
+  }
+}
+
+void Communicator::setName(std::string_view name) { packed_name_ = heartbeat::packName(name); }
+
+std::string Communicator::name() const { return heartbeat::unpackName(packed_name_); }
+
 std::string Communicator::Task::describe() const {
   if (spec.collective == Collective::kSendRecv) return "send/recv group of " + std::to_string(p2p.size());
   Collective c = spec.collective;
@@ -388,6 +405,8 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
   if (!broken_.isOk()) {
     Status broken = brokenBy(task, broken_);
     lock.unlock();
+    heartbeat::reportIssued(packed_name_, task.seq, static_cast<uint32_t>(task.spec.collective));
+    reportOutcome(broken);
     work->finish(broken);
     return work;
   }
@@ -397,6 +416,7 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
     task.seq = next_sequence_++;
     task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
   }
+  heartbeat::reportIssued(packed_name_, task.seq, static_cast<uint32_t>(task.spec.collective));
   // Small shared-memory collectives run right here when nothing is ahead of them: handing them to the
   // worker and waking the caller again would cost more than the operation.
   size_t payload = task.spec.count * dtypeSize(task.type) *
@@ -510,6 +530,7 @@ void Communicator::finishTask(Task& task, const Status& status) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     if (broken_.isOk()) broken_ = status;
   }
+  reportOutcome(status);
   task.work->finish(status);
   bool idle;
   {
@@ -790,6 +811,7 @@ std::shared_ptr<Communicator> Communicator::makeChild(const ChildLinks& child_li
   auto comm = std::shared_ptr<Communicator>(new Communicator(new_rank, new_size, child, std::move(links), transport_names_, nullptr));
   comm->store_ = store_;
   comm->world_rank_of_ = world_rank_of;
+  comm->setName("split");
   return comm;
 }
 
@@ -797,7 +819,10 @@ void Communicator::abort() {
   aborted_.store(true);
   std::lock_guard<std::mutex> lock(queue_mutex_);
   if (broken_.isOk()) broken_ = Status(ErrorCode::kAborted, "rank " + std::to_string(rank_) + ": communicator aborted");
-  for (Task& t : queue_) t.work->finish(Status(ErrorCode::kAborted, t.describe() + ": communicator aborted"));
+  for (Task& t : queue_) {
+    reportOutcome(Status(ErrorCode::kAborted, ""));
+    t.work->finish(Status(ErrorCode::kAborted, t.describe() + ": communicator aborted"));
+  }
   queue_.clear();
   if (node_) node_->interrupt();
   if (host_stage_) host_stage_->cancel();

@@ -28,6 +28,7 @@
 #include "megascale/megascale.h"
 #include "transport/transport.h"
 #include "collectives/cost_model.h"
+#include "common/heartbeat.h"
 
 namespace megascale {
 
@@ -125,6 +126,11 @@ class Communicator {
   /// names a group its members do not name never meets them: its first operation times out.
   std::shared_ptr<Communicator> splitStrided(const RankStride& group, const SplitOptions& options);
   std::shared_ptr<Communicator> splitStrided(const RankStride& group) { return splitStrided(group, SplitOptions{}); }
+
+  /// The group's name in heartbeats and logs ("tp", "dp", ...; at most 8 characters are kept). Default:
+  /// "world" for a communicator made from a unique id, "split" for a child. Set it before issuing operations.
+  void setName(std::string_view name);
+  std::string name() const;
 
   /// Fails the running and queued operations at once; the communicator stays broken.
   void abort();
@@ -242,8 +248,12 @@ class Communicator {
   void setUpHostStage(std::unique_ptr<node::Region> region, const std::function<node::RegionIdentity(int)>& region_of);
   Schedule pointToPointSchedule(const Task& task) const;
 
+  /// Tells this process's executor how an operation ended (common/heartbeat.h).
+  static void reportOutcome(const Status& status);
+
   const int rank_;
   const int nranks_;
+  std::atomic<uint64_t> packed_name_{heartbeat::packName("world")};
   CommunicatorOptions options_;
   std::unique_ptr<PeerLinks> links_;  // the thread running a task only
   // The store children announce shared-memory regions in (they find their peers through links_). Set once at

@@ -1,5 +1,5 @@
 // megascale-run: starts N local ranks of a program with MEGASCALE_* set, serving the job's store itself
-// unless --store names one. On several hosts, run it once per host with --world-size and --rank-offset
+// unless --store names one, and drives them (launcher/job_driver.h): faults detected, ranks restarted. On several hosts, run it once per host with --world-size and --rank-offset
 // (for example from srun or mpirun, one task per host) and a shared --store.
 #include <signal.h>
 
@@ -15,7 +15,7 @@
 #include "common/config.h"
 #include "common/crypto.h"
 #include "launcher/print_topology.h"
-#include "launcher/process_group.h"
+#include "launcher/job_driver.h"
 
 namespace {
 
@@ -32,6 +32,11 @@ void usage(FILE* out) {
                "  --rank-offset R      global rank of this host's first rank (default 0)\n"
                "  --job-id ID          job id shared by all hosts (default: random; required with --world-size)\n"
                "  --grace-ms MS        after a rank fails, time the others get before SIGKILL (default 3000)\n"
+               "  --max-restarts N     after a fault, stop every rank and start them all again, up to N times; the\n"
+               "                       program resumes from its latest checkpoint (default 0: the job ends)\n"
+               "  --heartbeat-ms MS    how often the ranks' heartbeats are read (default 500)\n"
+               "  --hang-timeout S     a rank that makes no progress for S seconds while others wait hangs (default 0:\n"
+               "                       not watched)\n"
                "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
                "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
                "                       --store, every host's megascale-run prints the whole cluster\n"
@@ -48,11 +53,22 @@ int parseCount(const char* flag, const char* text, int min) {
   return static_cast<int>(v);
 }
 
+double parseSeconds(const char* flag, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (*end != '\0' || !(v >= 0) || v > 1e6) {
+    std::fprintf(stderr, "megascale-run: %s '%s' must be a number of seconds >= 0\n", flag, text);
+    std::exit(2);
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace megascale;
-  int nproc = -1, world_size = -1, rank_offset = 0, grace_ms = 3000;
+  int nproc = -1, world_size = -1, rank_offset = 0, grace_ms = 3000, max_restarts = 0, heartbeat_ms = 500;
+  double hang_timeout_s = 0;
   std::string store_url, job_id, topology_file = config::getString("MEGASCALE_TOPO_FILE");
   bool print_topology = false;
   int i = 1;
@@ -71,6 +87,9 @@ int main(int argc, char** argv) {
     else if (a == "--rank-offset") rank_offset = parseCount("--rank-offset", value("--rank-offset"), 0);
     else if (a == "--job-id") job_id = value("--job-id");
     else if (a == "--grace-ms") grace_ms = parseCount("--grace-ms", value("--grace-ms"), 0);
+    else if (a == "--max-restarts") max_restarts = parseCount("--max-restarts", value("--max-restarts"), 0);
+    else if (a == "--heartbeat-ms") heartbeat_ms = parseCount("--heartbeat-ms", value("--heartbeat-ms"), 1);
+    else if (a == "--hang-timeout") hang_timeout_s = parseSeconds("--hang-timeout", value("--hang-timeout"));
     else if (a == "--topology") topology_file = value("--topology");
     else if (a == "--print-topology") print_topology = true;
     else if (a == "--print-config") {
@@ -99,6 +118,10 @@ int main(int argc, char** argv) {
   if (rank_offset + nproc > world_size) {
     std::fprintf(stderr, "megascale-run: ranks %d..%d exceed --world-size %d\n", rank_offset,
                  rank_offset + nproc - 1, world_size);
+    return 2;
+  }
+  if (max_restarts > 0 && world_size != nproc) {
+    std::fprintf(stderr, "megascale-run: --max-restarts runs on one host for now; a job across hosts cannot restart yet\n");
     return 2;
   }
   std::unique_ptr<TcpStoreServer> server;
@@ -149,22 +172,23 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
 
-  launcher::ProcessGroup group;
-  std::vector<std::string> program(argv + i, argv + argc);
+  launcher::DriverOptions driver;
+  driver.nproc = nproc;
+  driver.world_size = world_size;
+  driver.rank_offset = rank_offset;
+  driver.program.assign(argv + i, argv + argc);
+  driver.id = id;
+  driver.grace = std::chrono::milliseconds(grace_ms);
+  driver.max_restarts = max_restarts;
+  driver.heartbeat = std::chrono::milliseconds(heartbeat_ms);
+  driver.hang_timeout = std::chrono::milliseconds(static_cast<int64_t>(hang_timeout_s * 1000));
   try {
-    for (int local = 0; local < nproc; ++local) {
-      group.spawn(rank_offset + local, program,
-                  {{"MEGASCALE_UNIQUE_ID", id.serialize()},
-                   {"MEGASCALE_RANK", std::to_string(rank_offset + local)},
-                   {"MEGASCALE_WORLD_SIZE", std::to_string(world_size)},
-                   {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
-                   {"MEGASCALE_LOCAL_SIZE", std::to_string(nproc)}});
-    }
+    launcher::JobDriver job(driver, stderr);
+    launcher::DriverResult result = job.run(&g_signal);
+    if (result.exit_code != 0) std::fprintf(stderr, "megascale-run: %s\n", result.summary.c_str());
+    return result.exit_code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "megascale-run: %s\n", e.what());
     return 1;
   }
-  launcher::GroupResult result = group.run(&g_signal, std::chrono::milliseconds(grace_ms));
-  if (result.exit_code != 0) std::fprintf(stderr, "megascale-run: %s\n", result.summary.c_str());
-  return result.exit_code;
 }

@@ -64,6 +64,7 @@ void ProcessGroup::spawn(int rank, const std::vector<std::string>& argv, const s
   p.out_fd = out[0];
   p.err_fd = err[0];
   ranks_.push_back(p);
+  ++alive_;
 }
 
 void ProcessGroup::relay(RankProcess& p, int fd, std::string& partial, bool is_err, bool eof) {
@@ -93,71 +94,83 @@ void ProcessGroup::relay(RankProcess& p, int fd, std::string& partial, bool is_e
 }
 
 void ProcessGroup::signalAll(int sig) {
-  for (RankProcess& p : ranks_) {
-    if (!p.exited) kill(p.pid, sig);
-  }
+  for (size_t i = 0; i < ranks_.size(); ++i) signal(i, sig);
 }
 
-GroupResult ProcessGroup::run(volatile int* forward_signal, std::chrono::milliseconds grace) {
-  GroupResult result;
-  bool stopping = false;
-  auto stop_started = std::chrono::steady_clock::now();
-  size_t alive = ranks_.size();
-  while (true) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<size_t, bool>> owners;
-    for (size_t i = 0; i < ranks_.size(); ++i) {
-      if (ranks_[i].out_fd >= 0) {
-        fds.push_back({ranks_[i].out_fd, POLLIN, 0});
-        owners.push_back({i, false});
-      }
-      if (ranks_[i].err_fd >= 0) {
-        fds.push_back({ranks_[i].err_fd, POLLIN, 0});
-        owners.push_back({i, true});
-      }
+void ProcessGroup::signal(size_t index, int sig) {
+  // Each rank leads a process group of its own: the signal reaches what the rank started too (a shell's
+  // children), also after the rank itself has ended.
+  kill(-ranks_[index].pid, sig);
+}
+
+bool failed(int wait_status) { return !(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0); }
+
+std::vector<size_t> ProcessGroup::pump(std::chrono::milliseconds wait) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<size_t, bool>> owners;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (ranks_[i].out_fd >= 0) {
+      fds.push_back({ranks_[i].out_fd, POLLIN, 0});
+      owners.push_back({i, false});
     }
-    if (alive == 0 && fds.empty()) break;
-    poll(fds.data(), fds.size(), 20);
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      RankProcess& p = ranks_[owners[k].first];
-      relay(p, fds[k].fd, owners[k].second ? p.err_partial : p.out_partial, owners[k].second, false);
+    if (ranks_[i].err_fd >= 0) {
+      fds.push_back({ranks_[i].err_fd, POLLIN, 0});
+      owners.push_back({i, true});
     }
-    int sig = *forward_signal;
-    if (sig != 0) {
-      *forward_signal = 0;
-      signalAll(sig);
-      if (!stopping) {
-        stopping = true;
-        stop_started = std::chrono::steady_clock::now();
-        result.exit_code = 128 + sig;
-        result.summary = std::string("received signal ") + strsignal(sig) + "; forwarded it to all ranks";
-      }
-    }
-    int status;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      for (RankProcess& p : ranks_) {
-        if (p.pid != pid) continue;
-        p.exited = true;
-        p.wait_status = status;
-        --alive;
-        bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && result.exit_code == 0) {
-          result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-          result.summary = "rank " + std::to_string(p.rank) + " (pid " + std::to_string(pid) + ") " +
-                           describeWaitStatus(status) + "; stopping the other ranks";
-        }
-        if (failed && !stopping) {
-          stopping = true;
-          stop_started = std::chrono::steady_clock::now();
-          signalAll(SIGTERM);
-        }
-      }
-    }
-    if (stopping && alive > 0 && std::chrono::steady_clock::now() - stop_started > grace) signalAll(SIGKILL);
   }
-  return result;
+  poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+  for (size_t k = 0; k < fds.size(); ++k) {
+    if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    RankProcess& p = ranks_[owners[k].first];
+    relay(p, fds[k].fd, owners[k].second ? p.err_partial : p.out_partial, owners[k].second, false);
+  }
+  std::vector<size_t> ended;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    RankProcess& p = ranks_[i];
+    int status;
+    if (p.exited || waitpid(p.pid, &status, WNOHANG) != p.pid) continue;
+    p.exited = true;
+    p.wait_status = status;
+    --alive_;
+    ended.push_back(i);
+  }
+  return ended;
+}
+
+void ProcessGroup::stop(std::chrono::milliseconds grace) {
+  signalAll(SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  bool killed = false;
+  while (alive_ > 0) {
+    pump(std::chrono::milliseconds(10));
+    if (!killed && std::chrono::steady_clock::now() >= deadline) {
+      signalAll(SIGKILL);
+      killed = true;
+    }
+  }
+  drain(std::chrono::milliseconds(1000));
+}
+
+void ProcessGroup::drain(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const auto open = [&] {
+    for (const RankProcess& p : ranks_) {
+      if (p.out_fd >= 0 || p.err_fd >= 0) return true;
+    }
+    return false;
+  };
+  while (open() && std::chrono::steady_clock::now() < deadline) pump(std::chrono::milliseconds(10));
+}
+
+ProcessGroup::~ProcessGroup() {
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (!ranks_[i].exited) signal(i, SIGKILL);
+  }
+  for (RankProcess& p : ranks_) {
+    if (!p.exited) waitpid(p.pid, nullptr, 0);
+    if (p.out_fd >= 0) close(p.out_fd);
+    if (p.err_fd >= 0) close(p.err_fd);
+  }
 }
 
 }  // namespace megascale::launcher

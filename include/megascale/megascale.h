@@ -96,6 +96,14 @@ mscResult_t mscCommUserRank(const mscComm_t comm, int* rank);
 /// What took effect for comm, as text: "transport: shm algorithm: auto node-engine: on". Writes at most
 /// size bytes including the terminating NUL (truncating); mscInvalidArgument on a null or empty buffer.
 mscResult_t mscCommGetDescription(const mscComm_t comm, char* text, size_t size);
+/// Names comm's group ("tp", "dp", ...; up to 8 characters kept) in heartbeats and reports. Default "world", and
+/// "split" for a communicator made by mscCommSplit.
+mscResult_t mscCommSetName(mscComm_t comm, const char* name);
+/// Tells this rank's executor (megascale-run) which step and phase ("forward", "ckpt", ...; up to 8 characters)
+/// the rank is in. A few memory stores, no system call: call it as often as you like. The library itself
+/// reports every operation it runs. Does nothing when the rank was not started by megascale-run.
+mscResult_t mscHeartbeat(int64_t step, const char* phase);
+
 /// Waits until every operation issued so far on comm has completed.
 mscResult_t mscCommSynchronize(mscComm_t comm);
 

@@ -2,6 +2,13 @@
 #include "megascale/megascale.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "collectives/schedule.h"
+#include "common/heartbeat.h"
 
 #include <cstring>
 #include <string>
@@ -89,6 +96,51 @@ TEST(CApiInit, ErrorStringsCoverEveryCode) {
   int version = 0;
   EXPECT_EQ(mscGetVersion(&version), mscSuccess);
   EXPECT_EQ(version, MSC_VERSION_CODE);
+}
+
+TEST_F(CApi, NamesAndHeartbeatsCheckTheirArguments) {
+  EXPECT_EQ(mscCommSetName(comm_, nullptr), mscInvalidArgument);
+  EXPECT_NE(std::string(mscGetLastError()).find("mscCommSetName"), std::string::npos);
+  EXPECT_EQ(mscCommSetName(nullptr, "x"), mscInvalidArgument);
+  EXPECT_EQ(mscHeartbeat(1, nullptr), mscSuccess);  // no executor here: nothing to report to
+}
+
+// What a rank under an executor does. Run in a fresh process (a forked one never reports: its parent may
+// have mapped its own slot, or none, before it).
+TEST(CApiHeartbeat, RankBody) {
+  if (std::getenv("MEGASCALE_HEARTBEAT") == nullptr) GTEST_SKIP() << "the body of the test below";
+  mscUniqueId id;
+  mscComm_t comm;
+  float in[4] = {1, 2, 3, 4}, out[4];
+  ASSERT_EQ(mscGetUniqueId(&id), mscSuccess);
+  ASSERT_EQ(mscCommInitRank(&comm, 1, id, 0), mscSuccess);
+  ASSERT_EQ(mscCommSetName(comm, "grads"), mscSuccess);
+  ASSERT_EQ(mscHeartbeat(7, "backward"), mscSuccess);
+  ASSERT_EQ(mscAllReduce(in, out, 4, mscFloat32, mscSum, comm), mscSuccess);
+  ASSERT_EQ(mscCommDestroy(comm), mscSuccess);
+}
+
+// A rank under an executor: its heartbeats and its communicator's operations reach the executor's table.
+TEST(CApiHeartbeat, ARankReportsItsStepAndEveryOperationToItsExecutor) {
+  megascale::heartbeat::Table table(1);
+  table.clear();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("MEGASCALE_HEARTBEAT", table.environmentValue(0).c_str(), 1);
+    execl("/proc/self/exe", "c_api_test", "--gtest_filter=CApiHeartbeat.RankBody", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const megascale::heartbeat::Slot& slot = table.slot(0);
+  EXPECT_EQ(slot.step.load(), 7);
+  EXPECT_EQ(megascale::heartbeat::unpackName(slot.phase.load()), "backward");
+  EXPECT_GE(slot.ops_issued.load(), 1u);
+  EXPECT_EQ(slot.ops_completed.load(), slot.ops_issued.load());
+  EXPECT_EQ(megascale::heartbeat::unpackName(slot.op_group.load()), "grads");
+  EXPECT_EQ(slot.op_kind.load(), static_cast<uint32_t>(megascale::Collective::kAllReduce) + 1);
+  EXPECT_EQ(slot.transport_errors.load(), 0u);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ ParallelCheckpointer::ParallelCheckpointer(ParallelTrainer& trainer, const Model
                                            const OptimizerConfig& optimizer, std::chrono::milliseconds timeout)
     : trainer_(trainer), model_(model), optimizer_(optimizer), timeout_(timeout) {
   completion_ = trainer.groups().world->split(0, trainer.groups().world->rank());
+  completion_->setName("ckpt");
 }
 
 ParallelCheckpointer::~ParallelCheckpointer() {

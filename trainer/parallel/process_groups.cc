@@ -26,13 +26,15 @@ std::string ParallelLayout::describe() const {
 
 namespace {
 
+// `name`: the group's name in heartbeats (common/heartbeat.h), at most 8 characters.
 std::shared_ptr<Communicator> splitOrThrow(Communicator& parent, const Communicator::RankStride& group, const char* what,
-                                           Communicator::SplitOptions options = {}) {
+                                           const char* name, Communicator::SplitOptions options = {}) {
   auto child = parent.splitStrided(group, options);
   if (!child && group.count > 0) {
     throw std::runtime_error(std::string("creating the ") + what + " group on rank " + std::to_string(parent.rank()) +
                              " gave no communicator");
   }
+  if (child) child->setName(name);
   return child;
 }
 
@@ -48,11 +50,11 @@ ProcessGroups ProcessGroups::create(std::shared_ptr<Communicator> world, int tp,
   const ParallelLayout::Coordinates& c = g.me;
   // Every group is an arithmetic progression of world ranks that each rank computes from the layout: no
   // exchange and no store traffic, whatever the world's size.
-  g.tp = splitOrThrow(*world, {l.rankOf({0, c.dp, c.pp}), 1, l.tp}, "tensor-parallel");
-  g.dp = splitOrThrow(*world, {l.rankOf({c.tp, 0, c.pp}), l.tp, l.dp}, "data-parallel");
-  g.pp = splitOrThrow(*world, {l.rankOf({c.tp, c.dp, 0}), l.tp * l.dp, l.pp}, "pipeline");
+  g.tp = splitOrThrow(*world, {l.rankOf({0, c.dp, c.pp}), 1, l.tp}, "tensor-parallel", "tp");
+  g.dp = splitOrThrow(*world, {l.rankOf({c.tp, 0, c.pp}), l.tp, l.dp}, "data-parallel", "dp");
+  g.pp = splitOrThrow(*world, {l.rankOf({c.tp, c.dp, 0}), l.tp * l.dp, l.pp}, "pipeline", "pp");
   const bool holds_embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
-  g.embedding = splitOrThrow(*g.pp, {0, l.pp - 1, holds_embedding ? 2 : 0}, "tied-embedding");
+  g.embedding = splitOrThrow(*g.pp, {0, l.pp - 1, holds_embedding ? 2 : 0}, "tied-embedding", "embed");
 
   // Edge e links pipeline rank e to e + 1 (edge P-1 wraps to 0). Edges sharing a rank are made in different
   // rounds, since a split gives each rank one communicator: even edges, odd edges, then the wrap-around.
@@ -71,8 +73,8 @@ ProcessGroups ProcessGroups::create(std::shared_ptr<Communicator> world, int tp,
       key = 1;
     }
     const Communicator::SplitOptions link_options{pipeline_traffic_class};
-    auto activations = splitOrThrow(*g.pp, group, "pipeline-link", link_options);
-    auto gradients = splitOrThrow(*g.pp, group, "pipeline-link", link_options);
+    auto activations = splitOrThrow(*g.pp, group, "pipeline-link", "pp-act", link_options);
+    auto gradients = splitOrThrow(*g.pp, group, "pipeline-link", "pp-grad", link_options);
     if (group.count == 0) continue;
     PipelineLink& link = key == 0 ? g.next : g.previous;
     link.activations = activations;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -46,12 +47,34 @@ std::string progressLine(const StepRecord& r, int64_t total_steps, double eta_se
   return buffer;
 }
 
-CsvLog::CsvLog(const std::string& path) {
+namespace {
+
+constexpr const char* kCsvHeader =
+    "step,loss,lr,grad_norm,step_seconds,tokens_per_s,mfu,elapsed_s,compute_s,tp_wait_s,pp_wait_s,dp_wait_s,tp_bytes,"
+    "pp_bytes,dp_bytes";
+
+// The rows of an earlier run's CSV for steps 1..steps, or nothing when it is not our CSV.
+std::vector<std::string> earlierRows(const std::string& path, int64_t steps) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::string> rows;
+  if (steps <= 0 || !std::getline(in, line) || line != kCsvHeader) return rows;
+  while (std::getline(in, line)) {
+    const long long step = std::atoll(line.c_str());
+    if (step >= 1 && step <= steps) rows.push_back(line);
+  }
+  return rows;
+}
+
+}  // namespace
+
+CsvLog::CsvLog(const std::string& path, int64_t resumed_steps) {
   if (path.empty()) return;
+  const std::vector<std::string> kept = earlierRows(path, resumed_steps);
   file_ = std::fopen(path.c_str(), "w");
   if (file_ == nullptr) throw std::runtime_error("cannot create CSV file " + path);
-  std::fprintf(file_, "step,loss,lr,grad_norm,step_seconds,tokens_per_s,mfu,elapsed_s,compute_s,tp_wait_s,pp_wait_s,"
-                      "dp_wait_s,tp_bytes,pp_bytes,dp_bytes\n");
+  std::fprintf(file_, "%s\n", kCsvHeader);
+  for (const std::string& row : kept) std::fprintf(file_, "%s\n", row.c_str());
 }
 
 CsvLog::~CsvLog() {

@@ -35,8 +35,10 @@ std::string progressLine(const StepRecord& r, int64_t total_steps, double eta_se
 
 class CsvLog {
  public:
-  /// An empty path writes nothing. Throws std::runtime_error if the file cannot be created.
-  explicit CsvLog(const std::string& path);
+  /// An empty path writes nothing. A run that resumed after `resumed_steps` continues the file it finds there:
+  /// the rows of those steps are kept and later ones (steps redone after a restart) dropped, so the file reads
+  /// as one run. Throws std::runtime_error if the file cannot be created.
+  explicit CsvLog(const std::string& path, int64_t resumed_steps = 0);
   ~CsvLog();
   void add(const StepRecord& r);
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "common/heartbeat.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/host_data.h"
 #include "trainer/data/loader.h"
@@ -62,6 +63,7 @@ int runTraining(const TrainOptions& options) {
     // A host's ranks are consecutive (megascale-run, srun and mpirun place them so): its first rank names it.
     const int local = world->localRank();
     host = world->split(local >= 0 ? world->rank() - local : world->rank(), world->rank());
+    host->setName("host");
     data = loadOncePerHost(*host, comm_options.timeout, load);
   } else {
     data = load();
@@ -101,7 +103,7 @@ int runTraining(const TrainOptions& options) {
     return 0;
   }
   DataLoader loader(data.tokens, o.batch_size, o.model.seq_len, state.data_position);
-  CsvLog csv(engine->reports() ? o.csv : "");
+  CsvLog csv(engine->reports() ? o.csv : "", state.step);
   RunSummary summary;
   summary.first_step = state.step;
   summary.total_steps = o.steps;
@@ -121,6 +123,7 @@ int runTraining(const TrainOptions& options) {
   int64_t step = state.step;
   const int64_t last = o.stop_after > 0 ? std::min(o.steps, state.step + o.stop_after) : o.steps;
   for (; step < last; ++step) {
+    heartbeat::reportStep(step + 1, "step");  // tells the executor which step this rank is in
     const auto t0 = Clock::now();
     Batch batch = loader.next();
     StepRecord r;
@@ -148,6 +151,7 @@ int runTraining(const TrainOptions& options) {
     }
     if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0 &&
         step + 1 != last) {
+      heartbeat::reportStep(step + 1, "ckpt");
       engine->save(o.checkpoint_dir, o.keep_checkpoints, TrainingState{step + 1, loader.position(), random.state()});
     }
   }

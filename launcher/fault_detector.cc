@@ -1,0 +1,126 @@
+#include "launcher/fault_detector.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+
+#include "launcher/process_group.h"
+
+namespace megascale::launcher {
+
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string fixed(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", value);
+  return text;
+}
+
+}  // namespace
+
+const char* faultKindName(Fault::Kind kind) {
+  switch (kind) {
+    case Fault::Kind::kExited:
+      return "rank ended";
+    case Fault::Kind::kHang:
+      return "hang";
+    case Fault::Kind::kTransportErrors:
+      return "transport errors";
+  }
+  return "fault";
+}
+
+FaultDetector::FaultDetector(std::chrono::milliseconds hang_timeout, std::chrono::milliseconds tolerance)
+    : hang_timeout_(hang_timeout), tolerance_(tolerance) {}
+
+std::optional<Fault> FaultDetector::observe(Clock::time_point now, const std::vector<RankSample>& ranks) {
+  seen_.resize(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    Seen& s = seen_[i];
+    if (!s.known || ranks[i].progress != s.progress) {
+      s.progress = ranks[i].progress;
+      s.since = now;
+      s.known = true;
+    }
+  }
+  if (auto fault = exited(ranks)) return fault;
+  if (auto fault = transportErrors(ranks)) return fault;
+  return hang(now, ranks);
+}
+
+std::optional<Fault> FaultDetector::exited(const std::vector<RankSample>& ranks) const {
+  const RankSample* first = nullptr;
+  for (const RankSample& r : ranks) {
+    if (r.running || !failed(r.wait_status)) continue;
+    const bool signaled = WIFSIGNALED(r.wait_status);
+    if (first == nullptr || (signaled && !WIFSIGNALED(first->wait_status))) first = &r;
+  }
+  if (first == nullptr) return std::nullopt;
+  const int status = first->wait_status;
+  return Fault{Fault::Kind::kExited, {first->rank}, describeWaitStatus(status),
+               WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
+}
+
+std::optional<Fault> FaultDetector::transportErrors(const std::vector<RankSample>& ranks) {
+  Fault fault{Fault::Kind::kTransportErrors, {}, "", 1};
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const uint64_t errors = ranks[i].transport_errors;
+    if (errors > seen_[i].transport_errors) {
+      if (fault.ranks.empty()) {
+        fault.reason = "its transport failed " + std::to_string(errors) + " operation(s) (a peer or link failed)";
+      }
+      fault.ranks.push_back(ranks[i].rank);
+    }
+    seen_[i].transport_errors = errors;
+  }
+  if (fault.ranks.empty()) return std::nullopt;
+  return fault;
+}
+
+std::optional<Fault> FaultDetector::hang(Clock::time_point now, const std::vector<RankSample>& ranks) const {
+  if (hang_timeout_.count() <= 0) return std::nullopt;
+  std::vector<size_t> stalled, stopped, outside;
+  bool someone_waits = false, all_stalled = true;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankSample& r = ranks[i];
+    if (!r.running || !r.reported) continue;
+    const bool stall = now - seen_[i].since >= hang_timeout_;
+    if (!stall) {
+      all_stalled = false;
+      someone_waits = someone_waits || r.in_collective;
+      continue;
+    }
+    stalled.push_back(i);
+    if (r.stopped) stopped.push_back(i);
+    if (!r.in_collective) outside.push_back(i);
+    someone_waits = someone_waits || r.in_collective;
+  }
+  if (stalled.empty()) return std::nullopt;
+  const auto fault = [&](const std::vector<size_t>& which, const std::string& why) {
+    Fault f{Fault::Kind::kHang, {}, "", 1};
+    double longest = 0;
+    for (size_t i : which) {
+      f.ranks.push_back(ranks[i].rank);
+      longest = std::max(longest, seconds(now - seen_[i].since));
+    }
+    f.reason = why + ": no progress for " + fixed(longest) + " s (hang timeout " +
+               fixed(seconds(hang_timeout_)) + " s)";
+    return std::optional<Fault>(f);
+  };
+  if (!stopped.empty()) return fault(stopped, "is stopped");
+  if (!outside.empty() && someone_waits) return fault(outside, "is outside any collective while others wait in one");
+  if (!all_stalled) return std::nullopt;
+  // Everyone stalled: the ranks that stopped moving first held the others up.
+  Clock::time_point first = now;
+  for (size_t i : stalled) first = std::min(first, seen_[i].since);
+  std::vector<size_t> earliest;
+  for (size_t i : stalled) {
+    if (seen_[i].since - first <= tolerance_) earliest.push_back(i);
+  }
+  return fault(earliest, earliest.size() == stalled.size() ? "and every other rank stalled together"
+                                                           : "stalled first, and then every other rank");
+}
+
+}  // namespace megascale::launcher
