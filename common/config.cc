@@ -81,6 +81,9 @@ const std::vector<Knob>& knobs() {
       {"MEGASCALE_LOCAL_SIZE", Type::kInt, "-1", "", "bootstrap", "ranks on this host; set by megascale-run"},
       {"MEGASCALE_HEARTBEAT", Type::kString, "", "", "bootstrap",
        "fd:slot of the heartbeat table this rank reports into; set by megascale-run"},
+      {"MEGASCALE_MEMORY_CHECKPOINTS", Type::kString, "", "", "bootstrap",
+       "a directory in host memory (tmpfs) where ranks checkpoint and megascale-run keeps the checkpoints across "
+       "restarts; set by megascale-run --max-restarts"},
       {"MEGASCALE_RESTART", Type::kInt, "0", "", "bootstrap",
        "how many times megascale-run has restarted the job's ranks (0 in the first run); set by megascale-run"},
       {"MEGASCALE_JOB_SECRET", Type::kString, "", "", "bootstrap",

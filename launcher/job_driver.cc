@@ -13,6 +13,7 @@
 
 #include "collectives/schedule.h"
 #include "common/heartbeat.h"
+#include "launcher/memory_checkpoints.h"
 #include "launcher/process_group.h"
 
 namespace megascale::launcher {
@@ -28,8 +29,7 @@ bool processStopped(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() &&
-         (text[paren + 2] == 'T' || text[paren + 2] == 't');
+  return paren != std::string::npos && paren + 2 < text.size() && (text[paren + 2] == 'T' || text[paren + 2] == 't');
 }
 
 // "step 12 forward, all_reduce #40 of dp (waiting)".
@@ -112,6 +112,10 @@ std::vector<RankSample> JobDriver::sample(Attempt& attempt) const {
 
 DriverResult JobDriver::run(volatile int* forward_signal) {
   heartbeat::Table table(options_.nproc);
+  // Checkpoints in host memory only help a job that restarts.
+  std::unique_ptr<MemoryCheckpoints> memory;
+  if (options_.max_restarts > 0) memory = std::make_unique<MemoryCheckpoints>(options_.id.job_id);
+  memory_ = memory.get();
   DriverResult result;
   std::optional<Clock::time_point> fault_detected;
   for (int number = 0;; ++number) {
@@ -130,8 +134,8 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
     }
     fault_detected = attempt.detected_at;
     result.restarts = number + 1;
-    logLine("restart %d of %d: starting all %d ranks again; the program resumes from its latest checkpoint",
-            number + 1, options_.max_restarts, options_.nproc);
+    logLine("restart %d of %d: starting all %d ranks again; host memory holds the checkpoint of %s", number + 1,
+            options_.max_restarts, options_.nproc, memory_->describeLatest().c_str());
   }
 }
 
@@ -141,14 +145,15 @@ JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_
   attempt.group = std::make_unique<ProcessGroup>();
   ProcessGroup& group = *attempt.group;
   for (int local = 0; local < options_.nproc; ++local) {
-    group.spawn(options_.rank_offset + local, options_.program,
-                {{"MEGASCALE_UNIQUE_ID", id.serialize()},
-                 {"MEGASCALE_RANK", std::to_string(options_.rank_offset + local)},
-                 {"MEGASCALE_WORLD_SIZE", std::to_string(options_.world_size)},
-                 {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
-                 {"MEGASCALE_LOCAL_SIZE", std::to_string(options_.nproc)},
-                 {"MEGASCALE_HEARTBEAT", attempt.table->environmentValue(local)},
-                 {"MEGASCALE_RESTART", std::to_string(attempt.number)}});
+    std::map<std::string, std::string> env{{"MEGASCALE_UNIQUE_ID", id.serialize()},
+                                           {"MEGASCALE_RANK", std::to_string(options_.rank_offset + local)},
+                                           {"MEGASCALE_WORLD_SIZE", std::to_string(options_.world_size)},
+                                           {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
+                                           {"MEGASCALE_LOCAL_SIZE", std::to_string(options_.nproc)},
+                                           {"MEGASCALE_HEARTBEAT", attempt.table->environmentValue(local)},
+                                           {"MEGASCALE_RESTART", std::to_string(attempt.number)}};
+    if (memory_ != nullptr) env["MEGASCALE_MEMORY_CHECKPOINTS"] = memory_->path();
+    group.spawn(options_.rank_offset + local, options_.program, env);
   }
   FaultDetector detector(options_.hang_timeout, options_.heartbeat);
   const auto poll_period = std::min(options_.heartbeat, std::chrono::milliseconds(20));

@@ -14,6 +14,8 @@
 
 namespace megascale::launcher {
 
+class MemoryCheckpoints;
+
 struct DriverOptions {
   int nproc = 1;
   int world_size = 1;
@@ -47,6 +49,7 @@ class JobDriver {
 
   DriverOptions options_;
   std::FILE* log_;
+  MemoryCheckpoints* memory_ = nullptr;  // with --max-restarts: stage-1 checkpoints, kept across restarts
 };
 
 }  // namespace megascale::launcher

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""megascale-run's driver on a real 3D-parallel training job (4 local ranks, tp2 x dp2, a checkpoint every step):
+"""megascale-run's driver on a real 3D-parallel training job (4 local ranks, tp2 x dp2, a checkpoint in host memory
+every step, on disk every 10):
 a rank killed with SIGKILL, and a rank stopped with SIGSTOP, at a random step. Each fault is detected and named
 (the killed rank at once, the stopped one within the hang timeout + 1 s), every rank is restarted, the job
 finishes, its losses equal the fault-free run's bit for bit (the data resumed at the exact sample) and at most
-one checkpoint interval is redone. A program that always fails is restarted --max-restarts times, then the job
+one checkpoint interval is redone (the restart loaded the checkpoint in host memory). A program that always fails is restarted --max-restarts times, then the job
 ends naming it.
 Usage: recovery_test.py MEGASCALE_RUN MEGASCALE_TRAIN SOURCE_DIR"""
 import datetime
@@ -42,7 +43,7 @@ def command(work, extra=()):
             "--grace-ms", "1000", "-n", "4", *extra, train_bin, "--data", os.path.join(work, "..", "text.txt"),
             "--layers", "4", "--d-model", "32", "--heads", "4", "--seq-len", "16", "--batch-size", "8",
             "--steps", str(STEPS), "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer",
-            "bytes", "--tp", "2", "--micro-batches", "2", "--checkpoint-every", "1", "--log-every", "20",
+            "bytes", "--tp", "2", "--micro-batches", "2", "--checkpoint-every", "10", "--log-every", "20",
             "--checkpoint-dir", os.path.join(work, "ckpt"), "--csv", os.path.join(work, "steps.csv")]
 
 
@@ -77,16 +78,17 @@ def run_with_fault(root, name, how, rank, at_step, reference):
     check(job.returncode == 0, f"{name}: the job finished" + ("" if job.returncode == 0 else f": {err[-600:]}"))
     detected = [(t, text) for t, text in lines if text.startswith("detected")]
     check(len(detected) == 1, f"{name}: one fault detected")
-    resumed = re.search(r"resumed from \S+ at step (\d+)", out)
-    check(resumed is not None, f"{name}: the restarted ranks resumed from a checkpoint")
+    resumed = re.search(r"resumed from (\S+) at step (\d+)", out)
+    check(resumed is not None and "/megascale-" in resumed.group(1),
+          f"{name}: the restarted ranks resumed from the checkpoint in host memory: {resumed and resumed.group(1)}")
     if detected:
         t, text = detected[0]
         report = re.search(r"last report: step (\d+) (\w+)", text)
         if report and resumed:
             # The trainer reports (step, "step") when it starts a step and (step, "ckpt") once it completed it.
             completed = int(report.group(1)) - (0 if report.group(2) == "ckpt" else 1)
-            redone = completed - int(resumed.group(1))
-            check(0 <= redone <= 1, f"{name}: {redone} step(s) redone (checkpoint interval 1)")
+            redone = completed - int(resumed.group(2))
+            check(0 <= redone <= 1, f"{name}: {redone} step(s) redone (memory checkpoint interval 1)")
         kind = "rank ended" if how == "kill" else "hang"
         check(text.startswith(f"detected {kind}: rank {rank} (pid {pid})"), f"{name}: names rank {rank}: {text}")
         limit = 1.0 if how == "kill" else HANG_TIMEOUT + 1.0

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -86,6 +87,13 @@ std::string latestCheckpoint(const std::string& dir) {
   std::string name;
   if (!in || !std::getline(in, name) || name.empty()) return "";
   return dir + "/" + name;
+}
+
+int64_t latestStep(const std::string& dir) {
+  const std::string latest = latestCheckpoint(dir);
+  const size_t at = latest.rfind("/step_");
+  if (at == std::string::npos) return -1;
+  return std::atoll(latest.c_str() + at + 6);
 }
 
 void saveToDirectory(const std::string& dir, int keep, const TrainingState& state, const Gpt<float>& model,

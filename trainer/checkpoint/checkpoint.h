@@ -39,10 +39,19 @@ TrainingState readTrainingState(const SectionFile& file);
 /// checkpoint fits.
 std::string describeShape(const ModelConfig& model, const OptimizerConfig& optimizer);
 
+/// Where a checkpoint goes: a directory (on disk, or in host memory that the launcher keeps) and how many of its
+/// newest checkpoints stay.
+struct CheckpointTarget {
+  std::string dir;
+  int keep = 2;
+};
+
 /// Checkpoint directories hold step_NNNNNNNN.ckpt files and `latest`, which names the newest complete one.
 std::string checkpointPath(const std::string& dir, int64_t step);
 /// The path in dir/latest, or "" when there is none.
 std::string latestCheckpoint(const std::string& dir);
+/// The step dir/latest names (from its name, step_NNNNNNNN...), or -1 when there is none.
+int64_t latestStep(const std::string& dir);
 /// Saves, points `latest` at it, and removes all but the newest `keep` checkpoints.
 void saveToDirectory(const std::string& dir, int keep, const TrainingState& state, const Gpt<float>& model,
                      Optimizer<float>& optimizer);

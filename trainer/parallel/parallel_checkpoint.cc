@@ -33,7 +33,7 @@ ParallelCheckpointer::~ParallelCheckpointer() {
   if (writer_.joinable()) writer_.join();
 }
 
-void ParallelCheckpointer::save(const std::string& dir, int keep, const TrainingState& state) {
+void ParallelCheckpointer::save(const std::vector<CheckpointTarget>& targets, const TrainingState& state) {
   finish();
   const auto t0 = Clock::now();
   const ProcessGroups& g = trainer_.groups();
@@ -59,16 +59,29 @@ void ParallelCheckpointer::save(const std::string& dir, int keep, const Training
     }
   }
   snapshot_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
-  writer_ = std::thread(&ParallelCheckpointer::writeInBackground, this, dir, keep, state.step, std::move(snapshot));
+  writer_ = std::thread(&ParallelCheckpointer::writeInBackground, this, targets, state.step, std::move(snapshot));
 }
 
-void ParallelCheckpointer::writeInBackground(std::string dir, int keep, int64_t step,
+void ParallelCheckpointer::writeInBackground(std::vector<CheckpointTarget> targets, int64_t step,
                                              std::unique_ptr<ShardSnapshot> snapshot) {
+  std::string problems;
+  for (const CheckpointTarget& target : targets) {
+    const std::string problem = writeAndPublish(target, step, snapshot.get());
+    if (!problem.empty()) problems += (problems.empty() ? "" : "; ") + problem;
+  }
+  failed_ = !problems.empty();
+  failure_ = problems;
+}
+
+std::string ParallelCheckpointer::writeAndPublish(const CheckpointTarget& target, int64_t step,
+                                                  const ShardSnapshot* snapshot) {
   const ProcessGroups& g = trainer_.groups();
+  const std::string& dir = target.dir;
+  const int keep = target.keep;
   const std::string step_dir = shardedCheckpointDir(dir, step);
   int ok = 1;
   std::string problem;
-  if (snapshot) {
+  if (snapshot != nullptr) {
     try {
       std::error_code ec;
       std::filesystem::create_directories(step_dir, ec);
@@ -100,8 +113,7 @@ void ParallelCheckpointer::writeInBackground(std::string dir, int keep, int64_t 
     ok = 0;
     problem = e.what();
   }
-  failed_ = !ok;
-  failure_ = problem;
+  return ok ? "" : problem;
 }
 
 void ParallelCheckpointer::finish() {

@@ -23,8 +23,9 @@ class ParallelCheckpointer {
                        std::chrono::milliseconds timeout);
   ~ParallelCheckpointer();
 
-  /// Collective. Returns once the snapshot is in memory; the write goes on in the background.
-  void save(const std::string& dir, int keep, const TrainingState& state);
+  /// Collective. Returns once the snapshot is in memory; the writes (to each target in turn, each published once
+  /// complete) go on in the background.
+  void save(const std::vector<CheckpointTarget>& targets, const TrainingState& state);
   /// Collective: waits for the background write. Throws on every rank if any shard failed to be written.
   void finish();
   /// Collective: loads dir/latest (sharded, of any layout, or one process's) into the trainer; nothing when
@@ -35,7 +36,10 @@ class ParallelCheckpointer {
   double lastSnapshotSeconds() const { return snapshot_seconds_; }
 
  private:
-  void writeInBackground(std::string dir, int keep, int64_t step, std::unique_ptr<ShardSnapshot> snapshot);
+  void writeInBackground(std::vector<CheckpointTarget> targets, int64_t step, std::unique_ptr<ShardSnapshot> snapshot);
+  /// Writes this rank's shard (if it has one) into target.dir and publishes the step there once every shard is
+  /// written. Collective over the writers' communicator. Returns "" or what went wrong.
+  std::string writeAndPublish(const CheckpointTarget& target, int64_t step, const ShardSnapshot* snapshot);
 
   ParallelTrainer& trainer_;
   ModelConfig model_;

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "collectives/communicator.h"
+#include "common/config.h"
 #include "trainer/checkpoint/sharded_checkpoint.h"
 #include "trainer/kernels/gemm.h"
 #include "trainer/kernels/gemm_bf16.h"
@@ -29,6 +30,37 @@ struct GemmDecision {  // what rank 0 broadcasts
   char backend[64] = {};
   char bf16_backend[64] = {};
 };
+
+// A restarted job (megascale-run --max-restarts) runs on the same host as its first run: the decision that run
+// measured, kept in the launcher's host memory with what it was measured for, spares the restart the
+// measurement (seconds of every core).
+std::string gemmDecisionKey(const TrainOptions& o) {
+  std::ostringstream key;
+  key << "gemm=" << o.gemm << " precision=" << o.precision << " batch=" << o.batch_size << " seq=" << o.model.seq_len
+      << " d_model=" << o.model.d_model;
+  return key.str();
+}
+
+bool readKeptDecision(const std::string& path, const std::string& key, GemmDecision& decision) {
+  std::ifstream in(path);
+  std::string kept_key, backend, bf16_backend;
+  double peak = 0;
+  if (!std::getline(in, kept_key) || kept_key != key || !(in >> peak >> backend >> bf16_backend) || !(peak > 0)) {
+    return false;
+  }
+  decision.peak_gflops = peak;
+  std::strncpy(decision.backend, backend.c_str(), sizeof(decision.backend) - 1);
+  if (bf16_backend != "-") std::strncpy(decision.bf16_backend, bf16_backend.c_str(), sizeof(decision.bf16_backend) - 1);
+  return true;
+}
+
+void keepDecision(const std::string& path, const std::string& key, const GemmDecision& decision) {
+  std::ofstream out(path + ".tmp");
+  out << key << "\n" << decision.peak_gflops << " " << decision.backend << " "
+      << (decision.bf16_backend[0] != '\0' ? decision.bf16_backend : "-") << "\n";
+  out.close();
+  if (out) std::rename((path + ".tmp").c_str(), path.c_str());
+}
 
 void waitOrThrow(const std::shared_ptr<Work>& work, std::chrono::milliseconds timeout, const char* what) {
   const Status status = work->wait(timeout);
@@ -115,8 +147,8 @@ class ParallelEngine final : public StepEngine {
     return s.str();
   }
 
-  void save(const std::string& dir, int keep, const TrainingState& state) override {
-    checkpointer_->save(dir, keep, state);
+  void save(const std::vector<CheckpointTarget>& targets, const TrainingState& state) override {
+    checkpointer_->save(targets, state);
   }
   std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) override {
     auto state = checkpointer_->restore(dir);
@@ -149,15 +181,23 @@ class ParallelEngine final : public StepEngine {
   void decideGemm(const TrainOptions& o, std::ostream& log) {
     const bool bf16 = o.precision == "bf16";
     GemmDecision decision;
-    if (world_->rank() == 0) {
+    const std::string memory_dir = config::getString("MEGASCALE_MEMORY_CHECKPOINTS");
+    const std::string kept = memory_dir.empty() ? "" : memory_dir + "/gemm-decision";
+    bool measured = false;
+    if (world_->rank() == 0 && (kept.empty() || !readKeptDecision(kept, gemmDecisionKey(o), decision))) {
       omp_set_num_threads(omp_get_num_procs());  // the host's peak: every core, the other ranks waiting
       decision.peak_gflops = chooseGemm(o, bf16, log);
       std::strncpy(decision.backend, currentGemmBackend().c_str(), sizeof(decision.backend) - 1);
       if (bf16) std::strncpy(decision.bf16_backend, bf16GemmBackend().c_str(), sizeof(decision.bf16_backend) - 1);
+      if (!kept.empty()) keepDecision(kept, gemmDecisionKey(o), decision);
+      measured = true;
+    } else if (world_->rank() == 0) {
+      log << "GEMM: " << decision.backend << ", kept from the job's first run; peak "
+          << std::lround(decision.peak_gflops) << " GFLOP/s\n";
     }
     waitOrThrow(world_->broadcast(&decision, &decision, sizeof(decision), mscUint8, 0), timeout_,
                 "sharing rank 0's GEMM choice");
-    if (world_->rank() != 0) {
+    if (!measured) {
       const int64_t m = o.batch_size * o.model.seq_len, n = 4 * o.model.d_model, k = o.model.d_model;
       selectGemmBackend(decision.backend, m, n, k, 0.0);
       if (bf16) selectBf16GemmBackend(decision.bf16_backend);

@@ -53,8 +53,8 @@ class SingleProcessEngine final : public StepEngine {
   std::string gemmBackend() const override { return bf16_ ? "bf16-" + bf16GemmBackend() : currentGemmBackend(); }
   std::string describe() const override { return ""; }
 
-  void save(const std::string& dir, int keep, const TrainingState& state) override {
-    saveToDirectory(dir, keep, state, model_, optimizer_);
+  void save(const std::vector<CheckpointTarget>& targets, const TrainingState& state) override {
+    for (const CheckpointTarget& t : targets) saveToDirectory(t.dir, t.keep, state, model_, optimizer_);
   }
 
   std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) override {

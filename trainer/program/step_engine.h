@@ -40,8 +40,9 @@ class StepEngine {
   virtual std::string describe() const = 0;
   /// "tp2 x pp2 x dp2" ("" for one process).
   virtual std::string layout() const { return ""; }
-  /// Checkpoints in dir (see checkpoint.h); restore gives nothing when the directory has none.
-  virtual void save(const std::string& dir, int keep, const TrainingState& state) = 0;
+  /// One checkpoint of this step into every target, in order (see checkpoint.h); restore gives nothing when the
+  /// directory has none.
+  virtual void save(const std::vector<CheckpointTarget>& targets, const TrainingState& state) = 0;
   virtual std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) = 0;
   /// Waits for checkpoint writes still going on; throws if one failed.
   virtual void finish() {}

@@ -92,6 +92,8 @@ const std::vector<Option>& options() {
       TEXT_OPTION("checkpoint-dir", checkpoint_dir, "where checkpoints go; a run resumes from its latest"),
       INT_OPTION("checkpoint-every", checkpoint_every, "steps between checkpoints; 0 = at the end only"),
       INT_OPTION("keep-checkpoints", keep_checkpoints, "how many checkpoints to keep"),
+      INT_OPTION("memory-checkpoint-every", memory_checkpoint_every,
+                 "steps between checkpoints into host memory that megascale-run --max-restarts keeps; 0 = none"),
       Option{"resume", "1 = continue from checkpoint-dir/latest when present, 0 = start over",
              [](TrainOptions& o, const std::string& v) { o.resume = toInt("resume", v) != 0; },
              [](const TrainOptions& o) { return std::string(o.resume ? "1" : "0"); }},
@@ -199,6 +201,9 @@ TrainOptions parseTrainOptions(int argc, char** argv, bool& help) {
   if (o.precision != "fp32" && o.precision != "bf16") throw std::invalid_argument("--precision must be fp32 or bf16");
   if (o.threads < 0) throw std::invalid_argument("--threads must be >= 0");
   if (o.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
+  if (o.checkpoint_every < 0 || o.memory_checkpoint_every < 0) {
+    throw std::invalid_argument("--checkpoint-every and --memory-checkpoint-every must be >= 0");
+  }
   if (o.tp < 1 || o.pp < 1 || o.virtual_stages < 1 || o.micro_batches < 1) {
     throw std::invalid_argument("--tp, --pp, --virtual-stages and --micro-batches must be at least 1");
   }

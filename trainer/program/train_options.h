@@ -24,6 +24,10 @@ struct TrainOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;   // 0: only at the end (when a directory is given)
   int keep_checkpoints = 2;
+  // Steps between checkpoints into host memory that the launcher keeps across restarts (megascale-run
+  // --max-restarts offers it as MEGASCALE_MEMORY_CHECKPOINTS); 0: none. A restart resumes from the newest of
+  // memory and checkpoint_dir.
+  int64_t memory_checkpoint_every = 1;
   bool resume = true;             // continue from checkpoint_dir/latest when it exists
   int64_t stop_after = 0;         // > 0: stop after this many steps of this run (tests interruption)
   uint64_t seed = 1234;

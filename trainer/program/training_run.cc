@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "common/config.h"
 #include "common/heartbeat.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/host_data.h"
@@ -40,6 +41,23 @@ bool runsAsJob(const TrainOptions& o) {
                                 "megascale-run -n N (or srun, mpirun)");
   }
   return false;
+}
+
+// Resumes from the newest checkpoint of host memory and disk (memory first at the same step: no disk read);
+// a memory checkpoint that cannot be loaded falls back to disk. Collective under a launcher: every rank sees the
+// same directories.
+std::optional<TrainingState> restoreNewest(StepEngine& engine, const std::string& memory_dir,
+                                           const std::string& disk_dir, std::ostream& log) {
+  const int64_t in_memory = memory_dir.empty() ? -1 : latestStep(memory_dir);
+  if (in_memory >= 0 && in_memory >= (disk_dir.empty() ? -1 : latestStep(disk_dir))) {
+    try {
+      return engine.restore(memory_dir, log);
+    } catch (const std::exception& e) {
+      log << "the checkpoint in host memory cannot be loaded (" << e.what() << "); trying " << disk_dir << "\n";
+    }
+  }
+  if (disk_dir.empty()) return std::nullopt;
+  return engine.restore(disk_dir, log);
 }
 
 }  // namespace
@@ -85,8 +103,11 @@ int runTraining(const TrainOptions& options) {
   TrainingState state;
   Random random(o.seed ^ 0x5eed);
   state.rng = random.state();
-  if (!o.checkpoint_dir.empty() && o.resume) {
-    if (auto restored = engine->restore(o.checkpoint_dir, log)) {
+  // Host memory the launcher keeps across restarts (stage 1 of the two-stage checkpoints; disk is stage 2).
+  const std::string memory_dir = job && o.memory_checkpoint_every > 0 ? config::getString("MEGASCALE_MEMORY_CHECKPOINTS")
+                                                                       : std::string();
+  if (o.resume) {
+    if (auto restored = restoreNewest(*engine, memory_dir, o.checkpoint_dir, log)) {
       state = *restored;
       random.setState(state.rng);
     }
@@ -149,14 +170,19 @@ int runTraining(const TrainOptions& options) {
       const double eta = r.elapsed / static_cast<double>(records.size()) * static_cast<double>(last - step - 1);
       log << progressLine(r, o.steps, eta) << "\n" << std::flush;
     }
+    std::vector<CheckpointTarget> targets;
+    if (!memory_dir.empty() && (step + 1) % o.memory_checkpoint_every == 0) targets.push_back({memory_dir, 2});
     if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0 &&
         step + 1 != last) {
+      targets.push_back({o.checkpoint_dir, o.keep_checkpoints});
+    }
+    if (!targets.empty()) {
       heartbeat::reportStep(step + 1, "ckpt");
-      engine->save(o.checkpoint_dir, o.keep_checkpoints, TrainingState{step + 1, loader.position(), random.state()});
+      engine->save(targets, TrainingState{step + 1, loader.position(), random.state()});
     }
   }
   if (!o.checkpoint_dir.empty() && !records.empty()) {
-    engine->save(o.checkpoint_dir, o.keep_checkpoints, TrainingState{step, loader.position(), random.state()});
+    engine->save({{o.checkpoint_dir, o.keep_checkpoints}}, TrainingState{step, loader.position(), random.state()});
   }
   engine->finish();
   if (!o.checkpoint_dir.empty() && !records.empty()) log << "checkpoint: " << latestCheckpoint(o.checkpoint_dir) << "\n";
