@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -38,19 +39,24 @@ MemoryCheckpoints::~MemoryCheckpoints() {
 }
 
 std::string MemoryCheckpoints::describeLatest() const {
-  std::ifstream in(path_ + "/latest");
-  std::string name;
-  if (!in || !std::getline(in, name) || name.empty()) return "no checkpoint yet";
+  // The ranks' own checkpoints: dir/rank_RRRRR/latest each. The job can resume at the oldest of the newest.
   std::error_code ec;
+  long long step = -1;
+  int ranks = 0;
   uintmax_t bytes = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(path_ + "/" + name, ec)) {
+  for (const auto& entry : fs::recursive_directory_iterator(path_, ec)) {
     if (entry.is_regular_file(ec)) bytes += entry.file_size(ec);
+    if (entry.path().filename() != "latest") continue;
+    std::ifstream in(entry.path());
+    std::string name;
+    const size_t digits = std::getline(in, name) ? name.find_first_of("0123456789") : std::string::npos;
+    if (digits == std::string::npos) continue;
+    const long long newest = std::atoll(name.c_str() + digits);
+    step = ranks++ == 0 ? newest : std::min(step, newest);
   }
-  const size_t digits = name.find_first_of("0123456789");
+  if (ranks == 0) return "no checkpoint yet";
   char text[128];
-  std::snprintf(text, sizeof(text), "step %lld (%.1f MiB)",
-                digits == std::string::npos ? -1LL : std::atoll(name.c_str() + digits),
-                static_cast<double>(bytes) / (1 << 20));
+  std::snprintf(text, sizeof(text), "step %lld (%d ranks, %.1f MiB)", step, ranks, static_cast<double>(bytes) / (1 << 20));
   return text;
 }
 

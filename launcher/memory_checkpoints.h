@@ -18,7 +18,7 @@ class MemoryCheckpoints {
   MemoryCheckpoints& operator=(const MemoryCheckpoints&) = delete;
 
   const std::string& path() const { return path_; }
-  /// "step 41 (12.5 MiB in memory)" for the newest complete checkpoint, or "no checkpoint yet".
+  /// "step 41 (8 ranks, 12.5 MiB)": the newest step every rank that checkpointed holds, or "no checkpoint yet".
   std::string describeLatest() const;
 
  private:

@@ -78,7 +78,7 @@ def run_with_fault(root, name, how, rank, at_step, reference):
     check(job.returncode == 0, f"{name}: the job finished" + ("" if job.returncode == 0 else f": {err[-600:]}"))
     detected = [(t, text) for t, text in lines if text.startswith("detected")]
     check(len(detected) == 1, f"{name}: one fault detected")
-    resumed = re.search(r"resumed from (\S+) at step (\d+)", out)
+    resumed = re.search(r"resumed from (\S+) \(each rank's own checkpoint\) at step (\d+)", out)
     check(resumed is not None and "/megascale-" in resumed.group(1),
           f"{name}: the restarted ranks resumed from the checkpoint in host memory: {resumed and resumed.group(1)}")
     if detected:

@@ -44,6 +44,9 @@ std::string describeShape(const ModelConfig& model, const OptimizerConfig& optim
 struct CheckpointTarget {
   std::string dir;
   int keep = 2;
+  /// Each rank saves only its own state, with no message to another (rank_checkpoint.h): loads only into the
+  /// same layout, for restarts. Otherwise the checkpoint loads into any layout.
+  bool rank_local = false;
 };
 
 /// Checkpoint directories hold step_NNNNNNNN.ckpt files and `latest`, which names the newest complete one.

@@ -23,20 +23,26 @@ std::string directoryOf(const std::string& path) {
 }  // namespace
 
 void writeFileAtomically(const std::string& path, std::string_view contents) {
+  writeFileAtomically(path, std::vector<std::string_view>{contents});
+}
+
+void writeFileAtomically(const std::string& path, const std::vector<std::string_view>& parts) {
   const std::string temporary = path + ".tmp." + std::to_string(getpid());
   const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw failure("cannot create", temporary);
-  size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      auto error = failure("cannot write", temporary);
-      close(fd);
-      unlink(temporary.c_str());
-      throw error;
+  for (const std::string_view contents : parts) {
+    size_t done = 0;
+    while (done < contents.size()) {
+      const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        auto error = failure("cannot write", temporary);
+        close(fd);
+        unlink(temporary.c_str());
+        throw error;
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
   }
   if (fsync(fd) != 0) {
     auto error = failure("cannot fsync", temporary);

@@ -1,6 +1,11 @@
 #include "trainer/io/checksum.h"
 
 #include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 namespace megascale::trainer {
 
@@ -24,7 +29,7 @@ const auto kTables = makeTables();
 
 }  // namespace
 
-uint32_t crc32c(uint32_t crc, const void* data, size_t size) {
+uint32_t crc32cPortable(uint32_t crc, const void* data, size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);
   crc = ~crc;
   while (size >= 8) {
@@ -37,5 +42,32 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t size) {
   while (size-- > 0) crc = (crc >> 8) ^ kTables[0][(crc ^ *p++) & 0xff];
   return ~crc;
 }
+
+#if defined(__x86_64__)
+namespace {
+
+__attribute__((target("sse4.2"))) uint32_t crc32cInstruction(uint32_t crc, const void* data, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t c = ~crc;
+  for (; size >= 8; p += 8, size -= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = _mm_crc32_u64(c, word);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  for (; size > 0; ++p, --size) c32 = _mm_crc32_u8(c32, *p);
+  return ~c32;
+}
+
+const bool kHasCrcInstruction = __builtin_cpu_supports("sse4.2");
+
+}  // namespace
+
+uint32_t crc32c(uint32_t crc, const void* data, size_t size) {
+  return kHasCrcInstruction ? crc32cInstruction(crc, data, size) : crc32cPortable(crc, data, size);
+}
+#else
+uint32_t crc32c(uint32_t crc, const void* data, size_t size) { return crc32cPortable(crc, data, size); }
+#endif
 
 }  // namespace megascale::trainer

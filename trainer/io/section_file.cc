@@ -11,20 +11,42 @@
 
 namespace megascale::trainer {
 
-void SectionWriter::add(const std::string& name, const void* data, uint64_t bytes) {
+std::string& SectionWriter::frame(const std::string& name, uint64_t bytes) {
   const auto name_length = static_cast<uint32_t>(name.size());
-  payload_.append(reinterpret_cast<const char*>(&name_length), 4);
-  payload_ += name;
-  payload_.append(reinterpret_cast<const char*>(&bytes), 8);
-  payload_.append(static_cast<const char*>(data), bytes);
+  std::string& out = owned_.emplace_back();
+  out.append(reinterpret_cast<const char*>(&name_length), 4);
+  out += name;
+  out.append(reinterpret_cast<const char*>(&bytes), 8);
+  return out;
+}
+
+void SectionWriter::add(const std::string& name, const void* data, uint64_t bytes) {
+  std::string& out = frame(name, bytes);
+  out.append(static_cast<const char*>(data), bytes);
+  parts_.push_back(out);
+}
+
+void SectionWriter::addViews(const std::string& name, const std::vector<std::string_view>& pieces) {
+  uint64_t bytes = 0;
+  for (const std::string_view piece : pieces) bytes += piece.size();
+  parts_.push_back(frame(name, bytes));
+  parts_.insert(parts_.end(), pieces.begin(), pieces.end());
 }
 
 void SectionWriter::write(const std::string& path, const char (&magic)[8], uint32_t version) const {
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+  for (const std::string_view part : parts_) {
+    bytes += part.size();
+    crc = crc32c(crc, part.data(), part.size());
+  }
   std::string header = file_header::start(magic, version);
-  file_header::put(header, 16, static_cast<uint64_t>(payload_.size()));
-  file_header::put(header, 24, crc32c(0, payload_.data(), payload_.size()));
+  file_header::put(header, 16, bytes);
+  file_header::put(header, 24, crc);
   file_header::seal(header);
-  writeFileAtomically(path, header + payload_);
+  std::vector<std::string_view> file{header};
+  file.insert(file.end(), parts_.begin(), parts_.end());
+  writeFileAtomically(path, file);
 }
 
 std::runtime_error SectionFile::error(const std::string& problem) const {

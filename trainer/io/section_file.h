@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +19,9 @@ namespace megascale::trainer {
 class SectionWriter {
  public:
   void add(const std::string& name, const void* data, uint64_t bytes);
+  /// Like add, without copying the bytes: one section made of `pieces` in order, which must stay valid and
+  /// unchanged until write() returns.
+  void addViews(const std::string& name, const std::vector<std::string_view>& pieces);
   template <typename T>
   void addVector(const std::string& name, const std::vector<T>& v) {
     add(name, v.data(), v.size() * sizeof(T));
@@ -30,7 +34,10 @@ class SectionWriter {
   void write(const std::string& path, const char (&magic)[8], uint32_t version) const;
 
  private:
-  std::string payload_;
+  /// The section's name and length, as they precede its bytes.
+  std::string& frame(const std::string& name, uint64_t bytes);
+  std::deque<std::string> owned_;        // frames and copied bytes (a deque: they never move)
+  std::vector<std::string_view> parts_;  // the payload in order
 };
 
 class SectionFile {

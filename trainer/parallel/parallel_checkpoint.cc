@@ -1,5 +1,7 @@
 #include "trainer/parallel/parallel_checkpoint.h"
 
+#include "trainer/checkpoint/rank_checkpoint.h"
+
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -33,9 +35,67 @@ ParallelCheckpointer::~ParallelCheckpointer() {
   if (writer_.joinable()) writer_.join();
 }
 
-void ParallelCheckpointer::save(const std::vector<CheckpointTarget>& targets, const TrainingState& state) {
-  finish();
+std::string ParallelCheckpointer::rankLocalShape() const {
+  const ProcessGroups& g = trainer_.groups();
+  return describeShape(model_, optimizer_) + "layout=tp" + std::to_string(g.layout.tp) + "xpp" +
+         std::to_string(g.layout.pp) + "xdp" + std::to_string(g.layout.dp) + "\nchunks=" +
+         std::to_string(trainer_.chunks().size()) + "\nrank=" + std::to_string(g.world->rank()) + "\nstate=" +
+         std::to_string(trainer_.optimizer().shardStateElements()) + "\n";
+}
+
+void ParallelCheckpointer::saveRankLocal(const CheckpointTarget& target, const TrainingState& state) {
+  const ZeroOptimizer& zero = trainer_.optimizer();
+  RankCheckpoint c;
+  c.shape = rankLocalShape();
+  c.state = state;
+  c.optimizer_steps = zero.steps();
+  c.shard_pieces = zero.shardStateViews();
+  writeRankCheckpoint(target.dir, trainer_.groups().world->rank(), target.keep, c);
+}
+
+std::optional<TrainingState> ParallelCheckpointer::restoreRankLocal(const std::string& dir) {
+  const ProcessGroups& g = trainer_.groups();
+  const int rank = g.world->rank();
+  // The newest step every rank holds: ranks that died mid-step may be one checkpoint behind the others.
+  const std::vector<int64_t> steps = rankCheckpointSteps(dir, rank);
+  int64_t newest = steps.empty() ? -1 : steps.back(), common = newest;
+  waitOrThrow(g.world->allReduce(&newest, &common, 1, mscInt64, mscMin), timeout_, "agreeing on a rank checkpoint");
+  if (common < 0) return std::nullopt;
+  int ok = 1, all_ok = 1;
+  std::string problem;
+  RankCheckpoint c;
+  try {
+    c = readRankCheckpoint(dir, rank, common, rankLocalShape());
+  } catch (const std::exception& e) {
+    ok = 0;
+    problem = e.what();
+  }
+  waitOrThrow(g.world->allReduce(&ok, &all_ok, 1, mscInt32, mscMin), timeout_, "rank checkpoint agreement");
+  if (!all_ok) {
+    throw std::runtime_error(problem.empty() ? "another rank could not load its checkpoint of step " +
+                                                   std::to_string(common) + " in " + dir
+                                             : problem);
+  }
+  ZeroOptimizer& zero = trainer_.optimizer();
+  zero.restoreShardState(c.shards.data());
+  zero.setSteps(c.optimizer_steps);
+  return c.state;
+}
+
+void ParallelCheckpointer::save(const std::vector<CheckpointTarget>& all_targets, const TrainingState& state) {
+  std::vector<CheckpointTarget> targets;  // the shared ones, written in the background
   const auto t0 = Clock::now();
+  for (const CheckpointTarget& t : all_targets) {
+    if (t.rank_local) {
+      saveRankLocal(t, state);
+    } else {
+      targets.push_back(t);
+    }
+  }
+  snapshot_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (targets.empty()) return;
+  finish();
+  const auto snapshot_start = Clock::now();
   const ProcessGroups& g = trainer_.groups();
   ZeroOptimizer& zero = trainer_.optimizer();
   zero.synchronizeParameters();
@@ -58,7 +118,7 @@ void ParallelCheckpointer::save(const std::vector<CheckpointTarget>& targets, co
       }
     }
   }
-  snapshot_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  snapshot_seconds_ += std::chrono::duration<double>(Clock::now() - snapshot_start).count();
   writer_ = std::thread(&ParallelCheckpointer::writeInBackground, this, targets, state.step, std::move(snapshot));
 }
 

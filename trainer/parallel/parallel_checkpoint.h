@@ -31,11 +31,18 @@ class ParallelCheckpointer {
   /// Collective: loads dir/latest (sharded, of any layout, or one process's) into the trainer; nothing when
   /// the directory has no checkpoint.
   std::optional<TrainingState> restore(const std::string& dir);
+  /// Collective: loads the newest step that every rank holds a rank-local checkpoint of in dir; nothing when
+  /// some rank holds none. Throws on every rank if a rank cannot load its own (the caller falls back).
+  std::optional<TrainingState> restoreRankLocal(const std::string& dir);
 
   /// Seconds the last save() blocked training for.
   double lastSnapshotSeconds() const { return snapshot_seconds_; }
 
  private:
+  /// This rank's own state into target (rank_local): no communication.
+  void saveRankLocal(const CheckpointTarget& target, const TrainingState& state);
+  /// What a rank-local checkpoint of this rank must match: model, optimizer, layout, rank and state size.
+  std::string rankLocalShape() const;
   void writeInBackground(std::vector<CheckpointTarget> targets, int64_t step, std::unique_ptr<ShardSnapshot> snapshot);
   /// Writes this rank's shard (if it has one) into target.dir and publishes the step there once every shard is
   /// written. Collective over the writers' communicator. Returns "" or what went wrong.

@@ -382,24 +382,58 @@ double ZeroOptimizer::step(double lr) {
         lambApply(b.master.data() + o, b.m.data() + o, b.v.data() + o, p.length, coefficients, decayOf(p),
                   static_cast<float>(scale));
       }
-      std::copy(b.master.begin() + o, b.master.begin() + o + p.length, shardOf(b) + o);
     }
-    if (dp_size_ > 1) {
-      b.gather_issued = Clock::now();
-      if (bf16Wire()) {
-        uint16_t* shard = b.half.data() + dp_rank_ * b.shard;
-        convertToBf16(shard, shardOf(b), b.shard);
-        b.gather = groups_.dp->allGather(shard, b.half.data(), static_cast<size_t>(b.shard), mscBfloat16);
-      } else {
-        b.gather = groups_.dp->allGather(shardOf(b), b.buffer.data(), static_cast<size_t>(b.shard), mscFloat32);
-      }
-    } else {
-      b.gather = nullptr;
-      finishGather(b);
-    }
+    startGather(b);
   }
   if (!options_.overlap) synchronizeParameters();
   return norm;
+}
+
+void ZeroOptimizer::startGather(Bucket& b) {
+  for (const TensorPiece& p : b.pieces) {
+    std::copy(b.master.begin() + p.shard_offset, b.master.begin() + p.shard_offset + p.length,
+              shardOf(b) + p.shard_offset);
+  }
+  if (dp_size_ > 1) {
+    b.gather_issued = Clock::now();
+    if (bf16Wire()) {
+      uint16_t* shard = b.half.data() + dp_rank_ * b.shard;
+      convertToBf16(shard, shardOf(b), b.shard);
+      b.gather = groups_.dp->allGather(shard, b.half.data(), static_cast<size_t>(b.shard), mscBfloat16);
+    } else {
+      b.gather = groups_.dp->allGather(shardOf(b), b.buffer.data(), static_cast<size_t>(b.shard), mscFloat32);
+    }
+  } else {
+    b.gather = nullptr;
+    finishGather(b);
+  }
+}
+
+int64_t ZeroOptimizer::shardStateElements() const {
+  int64_t elements = 0;
+  for (const Bucket& b : buckets_) elements += 3 * b.shard;
+  return elements;
+}
+
+std::vector<std::string_view> ZeroOptimizer::shardStateViews() const {
+  std::vector<std::string_view> views;
+  for (const Bucket& b : buckets_) {
+    for (const std::vector<float>* field : {&b.master, &b.m, &b.v}) {
+      views.emplace_back(reinterpret_cast<const char*>(field->data()), field->size() * sizeof(float));
+    }
+  }
+  return views;
+}
+
+void ZeroOptimizer::restoreShardState(const float* in) {
+  for (Bucket& b : buckets_) {
+    for (std::vector<float>* field : {&b.master, &b.m, &b.v}) {
+      field->assign(in, in + b.shard);
+      in += b.shard;
+    }
+  }
+  for (const size_t i : forward_order_) startGather(buckets_[i]);
+  synchronizeParameters();
 }
 
 void ZeroOptimizer::finishGather(Bucket& b) {

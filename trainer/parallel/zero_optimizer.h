@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,15 @@ class ZeroOptimizer {
   /// Takes this rank's shards of chunk-flat moments (a restore; every DP rank passes the same arrays).
   void setMoments(const std::vector<std::vector<float>>& m, const std::vector<std::vector<float>>& v);
 
+  /// This rank's own optimizer state, its shards' master weights and moments (what a checkpoint of this rank
+  /// alone keeps), as views in place: shardStateElements() floats in all. No communication; valid until the
+  /// next step().
+  int64_t shardStateElements() const;
+  std::vector<std::string_view> shardStateViews() const;
+  /// Takes back what copyShardState gave on this rank of the same layout, and rebuilds the parameters from the
+  /// master weights as a step does (so they come back bit for bit). Collective over the DP group.
+  void restoreShardState(const float* in);
+
   int64_t steps() const { return steps_; }
   void setSteps(int64_t steps) { steps_ = steps; }
   int64_t optimizerStateBytes() const;  // Adam moments of this rank's shards
@@ -113,6 +123,8 @@ class ZeroOptimizer {
   void rangeDone(int chunk, Gpt<float>::ParamRange range);
   void ensureParameters(int chunk, Gpt<float>::ParamRange range);
   void launchReduce(Bucket& b);
+  /// Puts the bucket's master weights into its shard and starts their all-gather to every DP rank.
+  void startGather(Bucket& b);
   /// Waits for bucket i's reduce-scatter and leaves its fp32 shard summed over the DP group.
   void finishReduce(size_t i);
   void finishGather(Bucket& b);

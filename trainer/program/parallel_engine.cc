@@ -150,9 +150,14 @@ class ParallelEngine final : public StepEngine {
   void save(const std::vector<CheckpointTarget>& targets, const TrainingState& state) override {
     checkpointer_->save(targets, state);
   }
-  std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) override {
-    auto state = checkpointer_->restore(dir);
-    if (state) log << "resumed from " << latestCheckpoint(dir) << " at step " << state->step << "\n";
+  std::optional<TrainingState> restore(const CheckpointTarget& from, std::ostream& log) override {
+    if (from.rank_local) {
+      auto state = checkpointer_->restoreRankLocal(from.dir);
+      if (state) log << "resumed from " << from.dir << " (each rank's own checkpoint) at step " << state->step << "\n";
+      return state;
+    }
+    auto state = checkpointer_->restore(from.dir);
+    if (state) log << "resumed from " << latestCheckpoint(from.dir) << " at step " << state->step << "\n";
     return state;
   }
   void finish() override {

@@ -57,8 +57,8 @@ class SingleProcessEngine final : public StepEngine {
     for (const CheckpointTarget& t : targets) saveToDirectory(t.dir, t.keep, state, model_, optimizer_);
   }
 
-  std::optional<TrainingState> restore(const std::string& dir, std::ostream& log) override {
-    const std::string latest = latestCheckpoint(dir);
+  std::optional<TrainingState> restore(const CheckpointTarget& from, std::ostream& log) override {
+    const std::string latest = latestCheckpoint(from.dir);
     if (latest.empty()) return std::nullopt;
     TrainingState state;
     if (std::filesystem::is_directory(latest)) {  // a parallel run's shards: assembled into the whole model

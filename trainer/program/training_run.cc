@@ -43,21 +43,23 @@ bool runsAsJob(const TrainOptions& o) {
   return false;
 }
 
-// Resumes from the newest checkpoint of host memory and disk (memory first at the same step: no disk read);
-// a memory checkpoint that cannot be loaded falls back to disk. Collective under a launcher: every rank sees the
-// same directories.
+// Resumes from the newest checkpoint of host memory (each rank's own) and disk, memory first: at the same step
+// no disk is read. A memory checkpoint that cannot be loaded falls back to disk. Collective under a launcher:
+// every rank sees the same directories.
 std::optional<TrainingState> restoreNewest(StepEngine& engine, const std::string& memory_dir,
                                            const std::string& disk_dir, std::ostream& log) {
-  const int64_t in_memory = memory_dir.empty() ? -1 : latestStep(memory_dir);
-  if (in_memory >= 0 && in_memory >= (disk_dir.empty() ? -1 : latestStep(disk_dir))) {
+  std::optional<TrainingState> state;
+  if (!memory_dir.empty()) {
     try {
-      return engine.restore(memory_dir, log);
+      state = engine.restore({memory_dir, 0, true}, log);
     } catch (const std::exception& e) {
-      log << "the checkpoint in host memory cannot be loaded (" << e.what() << "); trying " << disk_dir << "\n";
+      log << "the checkpoint in host memory cannot be loaded (" << e.what() << "); trying "
+          << (disk_dir.empty() ? std::string("none on disk") : disk_dir) << "\n";
     }
   }
-  if (disk_dir.empty()) return std::nullopt;
-  return engine.restore(disk_dir, log);
+  if (disk_dir.empty() || (state && latestStep(disk_dir) <= state->step)) return state;
+  if (auto from_disk = engine.restore({disk_dir}, log)) return from_disk;
+  return state;
 }
 
 }  // namespace
@@ -171,7 +173,7 @@ int runTraining(const TrainOptions& options) {
       log << progressLine(r, o.steps, eta) << "\n" << std::flush;
     }
     std::vector<CheckpointTarget> targets;
-    if (!memory_dir.empty() && (step + 1) % o.memory_checkpoint_every == 0) targets.push_back({memory_dir, 2});
+    if (!memory_dir.empty() && (step + 1) % o.memory_checkpoint_every == 0) targets.push_back({memory_dir, 3, true});
     if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0 &&
         step + 1 != last) {
       targets.push_back({o.checkpoint_dir, o.keep_checkpoints});
