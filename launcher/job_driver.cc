@@ -134,8 +134,8 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
     }
     fault_detected = attempt.detected_at;
     result.restarts = number + 1;
-    logLine("restart %d of %d: starting all %d ranks again; host memory holds the checkpoint of %s", number + 1,
-            options_.max_restarts, options_.nproc, memory_->describeLatest().c_str());
+    logLine("restart %d of %d: starting all %d ranks again; host memory holds %s", number + 1,
+            options_.max_restarts, options_.nproc, memory_->describe().c_str());
   }
 }
 

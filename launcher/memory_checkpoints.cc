@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "common/status.h"
@@ -38,25 +36,17 @@ MemoryCheckpoints::~MemoryCheckpoints() {
   fs::remove_all(path_, ec);
 }
 
-std::string MemoryCheckpoints::describeLatest() const {
-  // The ranks' own checkpoints: dir/rank_RRRRR/latest each. The job can resume at the oldest of the newest.
+std::string MemoryCheckpoints::describe() const {
   std::error_code ec;
-  long long step = -1;
   int ranks = 0;
   uintmax_t bytes = 0;
   for (const auto& entry : fs::recursive_directory_iterator(path_, ec)) {
+    if (entry.is_directory(ec)) ++ranks;
     if (entry.is_regular_file(ec)) bytes += entry.file_size(ec);
-    if (entry.path().filename() != "latest") continue;
-    std::ifstream in(entry.path());
-    std::string name;
-    const size_t digits = std::getline(in, name) ? name.find_first_of("0123456789") : std::string::npos;
-    if (digits == std::string::npos) continue;
-    const long long newest = std::atoll(name.c_str() + digits);
-    step = ranks++ == 0 ? newest : std::min(step, newest);
   }
-  if (ranks == 0) return "no checkpoint yet";
+  if (bytes == 0) return "no checkpoints yet";
   char text[128];
-  std::snprintf(text, sizeof(text), "step %lld (%d ranks, %.1f MiB)", step, ranks, static_cast<double>(bytes) / (1 << 20));
+  std::snprintf(text, sizeof(text), "checkpoints of %d ranks (%.1f MiB)", ranks, static_cast<double>(bytes) / (1 << 20));
   return text;
 }
 

@@ -18,8 +18,8 @@ class MemoryCheckpoints {
   MemoryCheckpoints& operator=(const MemoryCheckpoints&) = delete;
 
   const std::string& path() const { return path_; }
-  /// "step 41 (8 ranks, 12.5 MiB)": the newest step every rank that checkpointed holds, or "no checkpoint yet".
-  std::string describeLatest() const;
+  /// "checkpoints of 8 ranks (12.5 MiB)", or "no checkpoints yet".
+  std::string describe() const;
 
  private:
   std::string path_;

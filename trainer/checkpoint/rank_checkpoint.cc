@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "trainer/checkpoint/sharded_checkpoint.h"
@@ -22,11 +23,34 @@ std::string rankCheckpointDir(const std::string& dir, int rank) {
   return dir + name;
 }
 
-void writeRankCheckpoint(const std::string& dir, int rank, int keep, const RankCheckpoint& c) {
-  const std::string own = rankCheckpointDir(dir, rank);
-  std::error_code ec;
-  std::filesystem::create_directories(own, ec);
-  if (ec) throw std::runtime_error("cannot create checkpoint directory " + own + ": " + ec.message());
+namespace {
+
+std::string slotPath(const std::string& dir, int rank, int slot) {
+  return rankCheckpointDir(dir, rank) + "/slot_" + std::to_string(slot) + ".ckpt";
+}
+
+// The step an intact slot holds, or -1.
+int64_t slotStep(const std::string& path) {
+  try {
+    const SectionFile file(path, kRankMagic, kVersion, "megascale rank checkpoint");
+    return file.value<int64_t>("step");
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+RankCheckpointWriter::RankCheckpointWriter(std::string dir, int rank) : dir_(std::move(dir)), rank_(rank) {}
+
+void RankCheckpointWriter::write(const RankCheckpoint& c) {
+  if (next_slot_ < 0) {
+    const std::string own = rankCheckpointDir(dir_, rank_);
+    std::error_code ec;
+    std::filesystem::create_directories(own, ec);
+    if (ec) throw std::runtime_error("cannot create checkpoint directory " + own + ": " + ec.message());
+    next_slot_ = slotStep(slotPath(dir_, rank_, 0)) <= slotStep(slotPath(dir_, rank_, 1)) ? 0 : 1;
+  }
   SectionWriter out;
   out.add("shape", c.shape.data(), c.shape.size());
   out.addValue("step", c.state.step);
@@ -34,29 +58,28 @@ void writeRankCheckpoint(const std::string& dir, int rank, int keep, const RankC
   out.add("rng", c.state.rng.data(), sizeof(c.state.rng));
   out.addValue("optimizer_steps", c.optimizer_steps);
   out.addViews("shards", c.shard_pieces);
-  const std::string path = checkpointPath(own, c.state.step);
-  out.write(path, kRankMagic, kVersion);
-  publishCheckpoint(own, std::filesystem::path(path).filename().string(), keep);
+  out.overwrite(slotPath(dir_, rank_, next_slot_), kRankMagic, kVersion);
+  next_slot_ = 1 - next_slot_;
 }
 
 std::vector<int64_t> rankCheckpointSteps(const std::string& dir, int rank) {
   std::vector<int64_t> steps;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(rankCheckpointDir(dir, rank), ec)) {
-    const std::string n = entry.path().filename().string();
-    long long step = -1;
-    char tail[8] = {};
-    if (std::sscanf(n.c_str(), "step_%8lld.%5s", &step, tail) == 2 && std::string(tail) == "ckpt" && step >= 0) {
-      steps.push_back(step);
-    }
+  for (int slot : {0, 1}) {
+    const int64_t step = slotStep(slotPath(dir, rank, slot));
+    if (step >= 0) steps.push_back(step);
   }
   std::sort(steps.begin(), steps.end());
   return steps;
 }
 
 RankCheckpoint readRankCheckpoint(const std::string& dir, int rank, int64_t step, const std::string& expected_shape) {
-  const SectionFile file(checkpointPath(rankCheckpointDir(dir, rank), step), kRankMagic, kVersion,
-                         "megascale rank checkpoint");
+  int slot = 0;
+  while (slot < 2 && slotStep(slotPath(dir, rank, slot)) != step) ++slot;
+  if (slot == 2) {
+    throw std::runtime_error("no intact checkpoint of step " + std::to_string(step) + " in " +
+                             rankCheckpointDir(dir, rank));
+  }
+  const SectionFile file(slotPath(dir, rank, slot), kRankMagic, kVersion, "megascale rank checkpoint");
   checkShape(file, expected_shape);
   RankCheckpoint c;
   c.shape = expected_shape;
@@ -66,7 +89,6 @@ RankCheckpoint readRankCheckpoint(const std::string& dir, int rank, int64_t step
   if (shards.size() % sizeof(float) != 0) throw file.error("its shards section is not whole floats");
   c.shards.resize(shards.size() / sizeof(float));
   std::memcpy(c.shards.data(), shards.data(), shards.size());
-  if (c.state.step != step) throw file.error("it holds step " + std::to_string(c.state.step) + ", not " + std::to_string(step));
   return c;
 }
 

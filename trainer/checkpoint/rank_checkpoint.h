@@ -4,7 +4,9 @@
 // checkpoints (sharded_checkpoint.h) they load only into the layout that wrote them; the shape they record
 // (model, optimizer, layout, rank, size) says so, and a mismatch is refused naming the file.
 //
-// Layout: dir/rank_RRRRR/step_NNNNNNNN.ckpt and dir/rank_RRRRR/latest, section files (atomic, checksummed).
+// Layout: dir/rank_RRRRR/slot_0.ckpt and slot_1.ckpt, section files (checksummed) written in place in turn: a
+// checkpoint every step reuses the same pages of host memory, and a rank killed while writing one slot still
+// holds the checkpoint before in the other (its torn slot fails its checksum).
 #pragma once
 
 #include <cstdint>
@@ -26,15 +28,24 @@ struct RankCheckpoint {
 
 std::string rankCheckpointDir(const std::string& dir, int rank);
 
-/// Writes the rank's checkpoint and points its `latest` at it, keeping its newest `keep`. Throws
-/// std::runtime_error on I/O failure.
-void writeRankCheckpoint(const std::string& dir, int rank, int keep, const RankCheckpoint& checkpoint);
+/// Writes the rank's checkpoint over the older of its two slots (the one it wrote less recently in this
+/// process; after a restart, the one holding the older step). Throws std::runtime_error on I/O failure.
+class RankCheckpointWriter {
+ public:
+  RankCheckpointWriter(std::string dir, int rank);
+  void write(const RankCheckpoint& checkpoint);
 
-/// The steps of the checkpoints this rank holds in dir, oldest first.
+ private:
+  std::string dir_;
+  int rank_;
+  int next_slot_ = -1;  // -1: not chosen yet
+};
+
+/// The steps of the intact checkpoints this rank holds in dir, oldest first (each slot read and checked).
 std::vector<int64_t> rankCheckpointSteps(const std::string& dir, int rank);
 
-/// Reads the rank's checkpoint of `step`. Throws std::runtime_error naming the file when it is missing,
-/// truncated, corrupt or of another shape.
+/// Reads the rank's checkpoint of `step`. Throws std::runtime_error naming the file when no slot holds that step,
+/// or it is truncated, corrupt or of another shape.
 RankCheckpoint readRankCheckpoint(const std::string& dir, int rank, int64_t step, const std::string& expected_shape);
 
 }  // namespace megascale::trainer

@@ -20,6 +20,20 @@ std::string directoryOf(const std::string& path) {
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
+// False with errno set when a write fails.
+bool writeAll(int fd, const std::vector<std::string_view>& parts) {
+  for (const std::string_view contents : parts) {
+    size_t done = 0;
+    while (done < contents.size()) {
+      const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void writeFileAtomically(const std::string& path, std::string_view contents) {
@@ -30,19 +44,11 @@ void writeFileAtomically(const std::string& path, const std::vector<std::string_
   const std::string temporary = path + ".tmp." + std::to_string(getpid());
   const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw failure("cannot create", temporary);
-  for (const std::string_view contents : parts) {
-    size_t done = 0;
-    while (done < contents.size()) {
-      const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        auto error = failure("cannot write", temporary);
-        close(fd);
-        unlink(temporary.c_str());
-        throw error;
-      }
-      done += static_cast<size_t>(n);
-    }
+  if (!writeAll(fd, parts)) {
+    auto error = failure("cannot write", temporary);
+    close(fd);
+    unlink(temporary.c_str());
+    throw error;
   }
   if (fsync(fd) != 0) {
     auto error = failure("cannot fsync", temporary);
@@ -61,6 +67,19 @@ void writeFileAtomically(const std::string& path, const std::vector<std::string_
     fsync(dir);
     close(dir);
   }
+}
+
+void overwriteFile(const std::string& path, const std::vector<std::string_view>& parts) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw failure("cannot open", path);
+  off_t length = 0;
+  for (const std::string_view part : parts) length += static_cast<off_t>(part.size());
+  if (!writeAll(fd, parts) || ftruncate(fd, length) != 0) {
+    auto error = failure("cannot write", path);
+    close(fd);
+    throw error;
+  }
+  close(fd);
 }
 
 }  // namespace megascale::trainer

@@ -33,20 +33,31 @@ void SectionWriter::addViews(const std::string& name, const std::vector<std::str
   parts_.insert(parts_.end(), pieces.begin(), pieces.end());
 }
 
-void SectionWriter::write(const std::string& path, const char (&magic)[8], uint32_t version) const {
+std::vector<std::string_view> SectionWriter::file(std::string& header, const char (&magic)[8],
+                                                  uint32_t version) const {
   uint64_t bytes = 0;
   uint32_t crc = 0;
   for (const std::string_view part : parts_) {
     bytes += part.size();
     crc = crc32c(crc, part.data(), part.size());
   }
-  std::string header = file_header::start(magic, version);
+  header = file_header::start(magic, version);
   file_header::put(header, 16, bytes);
   file_header::put(header, 24, crc);
   file_header::seal(header);
   std::vector<std::string_view> file{header};
   file.insert(file.end(), parts_.begin(), parts_.end());
-  writeFileAtomically(path, file);
+  return file;
+}
+
+void SectionWriter::write(const std::string& path, const char (&magic)[8], uint32_t version) const {
+  std::string header;
+  writeFileAtomically(path, file(header, magic, version));
+}
+
+void SectionWriter::overwrite(const std::string& path, const char (&magic)[8], uint32_t version) const {
+  std::string header;
+  overwriteFile(path, file(header, magic, version));
 }
 
 std::runtime_error SectionFile::error(const std::string& problem) const {

@@ -32,10 +32,15 @@ class SectionWriter {
   }
   /// Throws std::runtime_error on I/O failure.
   void write(const std::string& path, const char (&magic)[8], uint32_t version) const;
+  /// Overwrites `path` in place, without fsync (for files in host memory rewritten every step: no new pages, no
+  /// rename). Not atomic: a crash mid-write leaves a file whose checksum fails, so keep another copy.
+  void overwrite(const std::string& path, const char (&magic)[8], uint32_t version) const;
 
  private:
   /// The section's name and length, as they precede its bytes.
   std::string& frame(const std::string& name, uint64_t bytes);
+  /// The header, then the payload's parts.
+  std::vector<std::string_view> file(std::string& header, const char (&magic)[8], uint32_t version) const;
   std::deque<std::string> owned_;        // frames and copied bytes (a deque: they never move)
   std::vector<std::string_view> parts_;  // the payload in order
 };

@@ -1,7 +1,5 @@
 #include "trainer/parallel/parallel_checkpoint.h"
 
-#include "trainer/checkpoint/rank_checkpoint.h"
-
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -50,7 +48,11 @@ void ParallelCheckpointer::saveRankLocal(const CheckpointTarget& target, const T
   c.state = state;
   c.optimizer_steps = zero.steps();
   c.shard_pieces = zero.shardStateViews();
-  writeRankCheckpoint(target.dir, trainer_.groups().world->rank(), target.keep, c);
+  if (!rank_writer_ || rank_writer_dir_ != target.dir) {
+    rank_writer_ = std::make_unique<RankCheckpointWriter>(target.dir, trainer_.groups().world->rank());
+    rank_writer_dir_ = target.dir;
+  }
+  rank_writer_->write(c);
 }
 
 std::optional<TrainingState> ParallelCheckpointer::restoreRankLocal(const std::string& dir) {

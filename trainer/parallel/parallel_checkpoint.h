@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "trainer/checkpoint/rank_checkpoint.h"
 #include "trainer/checkpoint/sharded_checkpoint.h"
 #include "trainer/parallel/parallel_trainer.h"
 
@@ -54,6 +55,8 @@ class ParallelCheckpointer {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<Communicator> completion_;  // the background writers' own communicator
   std::thread writer_;
+  std::unique_ptr<RankCheckpointWriter> rank_writer_;  // rank-local checkpoints, into rank_writer_dir_
+  std::string rank_writer_dir_;
   bool failed_ = false;
   std::string failure_;
   double snapshot_seconds_ = 0;

@@ -39,33 +39,44 @@ void expectRefused(const std::string& dir, int64_t step, const std::string& shap
 TEST(RankCheckpoint, RoundTripsItsPiecesAsOneStateAndKeepsTheNewest) {
   const std::string dir = fresh("rank_ckpt");
   const std::vector<float> a{1.5f, -2.0f, 3.25f}, b{4.0f, 5.0f};
-  for (int64_t step = 1; step <= 5; ++step) writeRankCheckpoint(dir, 3, 2, at(step, a, b));
+  RankCheckpointWriter writer(dir, 3);
+  for (int64_t step = 1; step <= 5; ++step) writer.write(at(step, a, b));
   EXPECT_EQ(rankCheckpointSteps(dir, 3), (std::vector<int64_t>{4, 5}));
+  // A writer after a restart overwrites the older slot first.
+  RankCheckpointWriter again(dir, 3);
+  again.write(at(6, a, b));
+  EXPECT_EQ(rankCheckpointSteps(dir, 3), (std::vector<int64_t>{5, 6}));
   EXPECT_TRUE(rankCheckpointSteps(dir, 4).empty());
   const RankCheckpoint c = readRankCheckpoint(dir, 3, 5, "model=x\nrank=3\n");
   EXPECT_EQ(c.state.step, 5);
   EXPECT_EQ(c.state.data_position, 50);
   EXPECT_EQ(c.state.rng[3], 5u);
   EXPECT_EQ(c.optimizer_steps, 105);
+  EXPECT_EQ(readRankCheckpoint(dir, 3, 6, "model=x\nrank=3\n").state.step, 6);
   EXPECT_EQ(c.shards, (std::vector<float>{1.5f, -2.0f, 3.25f, 4.0f, 5.0f}));
 }
 
-TEST(RankCheckpoint, RefusesAnotherShapeATruncatedAndACorruptedFile) {
+TEST(RankCheckpoint, RefusesAnotherShapeAndATornSlotKeepingTheOther) {
   const std::string dir = fresh("rank_ckpt_bad");
   const std::vector<float> a(1000, 0.5f), b(10, 1.0f);
-  writeRankCheckpoint(dir, 3, 3, at(7, a, b));
+  RankCheckpointWriter writer(dir, 3);
+  writer.write(at(7, a, b));
+  writer.write(at(8, a, b));
   expectRefused(dir, 7, "model=x\nrank=4\n", "saved for another model");
-  expectRefused(dir, 8, "model=x\nrank=3\n", "cannot open");
-  const std::string path = dir + "/rank_00003/step_00000007.ckpt";
+  expectRefused(dir, 9, "model=x\nrank=3\n", "no intact checkpoint of step 9");
+  // Step 8's slot torn (a rank killed while writing it), then cut short: step 7 stays readable.
+  const std::string path = dir + "/rank_00003/slot_1.ckpt";
   const auto size = std::filesystem::file_size(path);
   {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(size - 100));
     f.put('\x7f');
   }
-  expectRefused(dir, 7, "model=x\nrank=3\n", "checksum");
+  EXPECT_EQ(rankCheckpointSteps(dir, 3), std::vector<int64_t>{7});
+  expectRefused(dir, 8, "model=x\nrank=3\n", "no intact checkpoint of step 8");
   std::filesystem::resize_file(path, size / 2);
-  expectRefused(dir, 7, "model=x\nrank=3\n", "truncated");
+  EXPECT_EQ(rankCheckpointSteps(dir, 3), std::vector<int64_t>{7});
+  EXPECT_EQ(readRankCheckpoint(dir, 3, 7, "model=x\nrank=3\n").shards.size(), 1010u);
 }
 
 }  // namespace
