@@ -84,6 +84,8 @@ const std::vector<Knob>& knobs() {
       {"MEGASCALE_MEMORY_CHECKPOINTS", Type::kString, "", "", "bootstrap",
        "a directory in host memory (tmpfs) where ranks checkpoint and megascale-run keeps the checkpoints across "
        "restarts; set by megascale-run --max-restarts"},
+      {"MEGASCALE_TEST_CORRUPT_GEMM", Type::kString, "", "", "testing",
+       "test-only fault: the rank with this MEGASCALE_RANK gets wrong GEMM results (the self-check must name it)"},
       {"MEGASCALE_RESTART", Type::kInt, "0", "", "bootstrap",
        "how many times megascale-run has restarted the job's ranks (0 in the first run); set by megascale-run"},
       {"MEGASCALE_JOB_SECRET", Type::kString, "", "", "bootstrap",

@@ -132,6 +132,12 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
       }
       return result;
     }
+    if (!options_.self_check_program.empty() && !selfCheckPasses(number)) {
+      // One host and no spare to move to: the job cannot go on here.
+      logLine("evicting this host: it failed its self-check and there is no spare host; stopping the job");
+      result.summary += "; this host then failed its self-check";
+      return result;
+    }
     fault_detected = attempt.detected_at;
     result.restarts = number + 1;
     logLine("restart %d of %d: starting all %d ranks again; host memory holds %s", number + 1,
@@ -139,19 +145,46 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
   }
 }
 
-JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_signal, DriverResult& result) {
+std::map<std::string, std::string> JobDriver::rankEnvironment(const std::string& job_suffix, int local) const {
   UniqueId id = options_.id;
-  if (attempt.number > 0) id.job_id += "." + std::to_string(attempt.number);  // a fresh key space in the store
+  id.job_id += job_suffix;
+  return {{"MEGASCALE_UNIQUE_ID", id.serialize()},
+          {"MEGASCALE_RANK", std::to_string(options_.rank_offset + local)},
+          {"MEGASCALE_WORLD_SIZE", std::to_string(options_.world_size)},
+          {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
+          {"MEGASCALE_LOCAL_SIZE", std::to_string(options_.nproc)}};
+}
+
+bool JobDriver::selfCheckPasses(int number) {
+  const auto start = Clock::now();
+  ProcessGroup group;
+  for (int local = 0; local < options_.nproc; ++local) {
+    group.spawn(options_.rank_offset + local, {options_.self_check_program},
+                rankEnvironment(".selfcheck" + std::to_string(number), local));
+  }
+  const auto deadline = start + options_.self_check_timeout;
+  bool passed = true;
+  while (group.alive() > 0 && Clock::now() < deadline) {
+    for (size_t i : group.pump(std::chrono::milliseconds(20))) passed = passed && !failed(group.ranks()[i].wait_status);
+  }
+  const bool timed_out = group.alive() > 0;
+  group.stop(std::chrono::milliseconds(0));
+  passed = passed && !timed_out;
+  logLine("self-check on this host's %d ranks: %s in %.2f s", options_.nproc,
+          passed ? "passed" : timed_out ? "did not finish (a hang counts as a failure)" : "FAILED (its verdict is above)",
+          secondsBetween(start, Clock::now()));
+  return passed;
+}
+
+JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_signal, DriverResult& result) {
+  // A restart runs in a fresh key space of the store.
+  const std::string job_suffix = attempt.number > 0 ? "." + std::to_string(attempt.number) : "";
   attempt.group = std::make_unique<ProcessGroup>();
   ProcessGroup& group = *attempt.group;
   for (int local = 0; local < options_.nproc; ++local) {
-    std::map<std::string, std::string> env{{"MEGASCALE_UNIQUE_ID", id.serialize()},
-                                           {"MEGASCALE_RANK", std::to_string(options_.rank_offset + local)},
-                                           {"MEGASCALE_WORLD_SIZE", std::to_string(options_.world_size)},
-                                           {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
-                                           {"MEGASCALE_LOCAL_SIZE", std::to_string(options_.nproc)},
-                                           {"MEGASCALE_HEARTBEAT", attempt.table->environmentValue(local)},
-                                           {"MEGASCALE_RESTART", std::to_string(attempt.number)}};
+    std::map<std::string, std::string> env = rankEnvironment(job_suffix, local);
+    env["MEGASCALE_HEARTBEAT"] = attempt.table->environmentValue(local);
+    env["MEGASCALE_RESTART"] = std::to_string(attempt.number);
     if (memory_ != nullptr) env["MEGASCALE_MEMORY_CHECKPOINTS"] = memory_->path();
     group.spawn(options_.rank_offset + local, options_.program, env);
   }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct DriverOptions {
   int max_restarts = 0;
   std::chrono::milliseconds heartbeat{500};     // how often the ranks' reports are sampled
   std::chrono::milliseconds hang_timeout{0};    // 0: hangs are not detected
+  std::string self_check_program;               // after a fault, run this on the host's ranks (empty: none)
+  std::chrono::milliseconds self_check_timeout{120000};
 };
 
 struct DriverResult {
@@ -45,6 +48,10 @@ class JobDriver {
   struct Attempt;
   Ending runAttempt(Attempt& attempt, volatile int* forward_signal, DriverResult& result);
   std::vector<RankSample> sample(Attempt& attempt) const;
+  /// The launcher's variables for the rank at `local`, under the job id + job_suffix.
+  std::map<std::string, std::string> rankEnvironment(const std::string& job_suffix, int local) const;
+  /// Runs the self-check program on this host's ranks; true when every rank exits 0 in time.
+  bool selfCheckPasses(int number);
   void logLine(const char* format, ...) __attribute__((format(printf, 2, 3)));
 
   DriverOptions options_;

@@ -2,6 +2,7 @@
 // unless --store names one, and drives them (launcher/job_driver.h): faults detected, ranks restarted. On several hosts, run it once per host with --world-size and --rank-offset
 // (for example from srun or mpirun, one task per host) and a shared --store.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +38,8 @@ void usage(FILE* out) {
                "  --heartbeat-ms MS    how often the ranks' heartbeats are read (default 500)\n"
                "  --hang-timeout S     a rank that makes no progress for S seconds while others wait hangs (default 0:\n"
                "                       not watched)\n"
+               "  --self-check         after a fault, run megascale-selfcheck on this host's ranks before restarting;\n"
+               "                       a host that fails it is evicted (with no spare host, the job stops)\n"
                "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
                "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
                "                       --store, every host's megascale-run prints the whole cluster\n"
@@ -63,12 +66,25 @@ double parseSeconds(const char* flag, const char* text) {
   return v;
 }
 
+// A program installed beside megascale-run (the same build or bin directory), else found on PATH.
+std::string siblingProgram(const std::string& name) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    std::string path(self, static_cast<size_t>(n));
+    path = path.substr(0, path.rfind('/') + 1) + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return name;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace megascale;
   int nproc = -1, world_size = -1, rank_offset = 0, grace_ms = 3000, max_restarts = 0, heartbeat_ms = 500;
   double hang_timeout_s = 0;
+  bool self_check = false;
   std::string store_url, job_id, topology_file = config::getString("MEGASCALE_TOPO_FILE");
   bool print_topology = false;
   int i = 1;
@@ -90,6 +106,7 @@ int main(int argc, char** argv) {
     else if (a == "--max-restarts") max_restarts = parseCount("--max-restarts", value("--max-restarts"), 0);
     else if (a == "--heartbeat-ms") heartbeat_ms = parseCount("--heartbeat-ms", value("--heartbeat-ms"), 1);
     else if (a == "--hang-timeout") hang_timeout_s = parseSeconds("--hang-timeout", value("--hang-timeout"));
+    else if (a == "--self-check") self_check = true;
     else if (a == "--topology") topology_file = value("--topology");
     else if (a == "--print-topology") print_topology = true;
     else if (a == "--print-config") {
@@ -182,6 +199,7 @@ int main(int argc, char** argv) {
   driver.max_restarts = max_restarts;
   driver.heartbeat = std::chrono::milliseconds(heartbeat_ms);
   driver.hang_timeout = std::chrono::milliseconds(static_cast<int64_t>(hang_timeout_s * 1000));
+  if (self_check) driver.self_check_program = siblingProgram("megascale-selfcheck");
   try {
     launcher::JobDriver job(driver, stderr);
     launcher::DriverResult result = job.run(&g_signal);

@@ -4,7 +4,9 @@ every step, on disk every 10):
 a rank killed with SIGKILL, and a rank stopped with SIGSTOP, at a random step. Each fault is detected and named
 (the killed rank at once, the stopped one within the hang timeout + 1 s), every rank is restarted, the job
 finishes, its losses equal the fault-free run's bit for bit (the data resumed at the exact sample) and at most
-one checkpoint interval is redone (the restart loaded the checkpoint in host memory). A program that always fails is restarted --max-restarts times, then the job
+one checkpoint interval is redone (the restart loaded the checkpoint in host memory). With --self-check the host
+passes its self-check before the restart; a rank whose GEMM gives wrong numbers fails it, named, and the job
+stops (no spare host). A program that always fails is restarted --max-restarts times, then the job
 ends naming it.
 Usage: recovery_test.py MEGASCALE_RUN MEGASCALE_TRAIN SOURCE_DIR"""
 import datetime
@@ -61,10 +63,10 @@ def driver_lines(stderr):
     return out
 
 
-def run_with_fault(root, name, how, rank, at_step, reference):
+def run_with_fault(root, name, how, rank, at_step, reference, extra=()):
     work = os.path.join(root, name)
     os.makedirs(work)
-    job = subprocess.Popen(command(work), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(command(work, extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         faults.wait_for_step(os.path.join(work, "steps.csv"), at_step, process=job)
         pid, injected = faults.inject(job.pid, rank, how)
@@ -94,6 +96,9 @@ def run_with_fault(root, name, how, rank, at_step, reference):
         limit = 1.0 if how == "kill" else HANG_TIMEOUT + 1.0
         check(t - injected < limit, f"{name}: detected {t - injected:.2f} s after the fault (limit {limit} s)")
     check(any(text.startswith("restart 1 of 2") for _, text in lines), f"{name}: every rank restarted")
+    if "--self-check" in extra:
+        check(any(text.startswith("self-check on this host's 4 ranks: passed") for _, text in lines),
+              f"{name}: the host passed its self-check before the restart")
     check(any(text.startswith("recovered") for _, text in lines), f"{name}: reported its recovery")
     got = losses(work)
     check(got == reference, f"{name}: losses equal the fault-free run's bit for bit ({len(got)} steps)")
@@ -110,8 +115,27 @@ def main():
         check(len(reference) == STEPS, f"the fault-free run logged {len(reference)} steps")
         check("detected" not in r.stderr, "the fault-free run saw no fault")
         rng = random.Random(int(time.time()))
-        for name, how in (("kill", "kill"), ("hang", "stop")):
-            run_with_fault(root, name, how, rng.randrange(4), rng.randrange(10, STEPS - 15), reference)
+        for name, how, extra in (("kill", "kill", ["--self-check"]), ("hang", "stop", [])):
+            run_with_fault(root, name, how, rng.randrange(4), rng.randrange(10, STEPS - 15), reference, extra)
+
+        # A rank whose GEMM gives wrong numbers (the test-only fault hook): after a fault the self-check names it,
+        # and with no spare host the job stops.
+        work = os.path.join(root, "bad_gemm")
+        os.makedirs(work)
+        job = subprocess.Popen(command(work, ["--self-check"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=dict(os.environ, MEGASCALE_TEST_CORRUPT_GEMM="3"))
+        try:
+            faults.wait_for_step(os.path.join(work, "steps.csv"), 5, process=job)
+            faults.inject(job.pid, 0, "kill")
+            out, err = job.communicate(timeout=120)
+        finally:
+            job.kill()
+        check(job.returncode != 0, "bad GEMM: the job stopped")
+        check(re.search(r"GEMM of rank 3 \(host \S+\): FAIL .*wrong result", out) is not None,
+              "bad GEMM: the self-check names rank 3's wrong results")
+        check(re.search(r"GEMM of rank [012] \(host \S+\): PASS", out) is not None, "bad GEMM: the others pass")
+        check("self-check on this host's 4 ranks: FAILED" in err and "evicting this host" in err,
+              "bad GEMM: the driver evicts the host and, with no spare, stops")
 
         # A program that always fails: restarted twice, then the job ends with its status, naming it.
         r = subprocess.run([run_bin, "--max-restarts", "2", "-n", "2", "bash", "-c",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -80,9 +81,25 @@ const std::vector<GemmBackend>& availableGemmBackends() {
   return backends;
 }
 
+namespace {
+
+// A test-only fault (the fault campaign's "rank whose GEMM returns wrong numbers", which the self-check must
+// name): the rank MEGASCALE_TEST_CORRUPT_GEMM names adds 1 to the first element of every product.
+bool corruptsGemm() {
+  static const bool corrupt = [] {
+    const char* target = std::getenv("MEGASCALE_TEST_CORRUPT_GEMM");
+    const char* rank = std::getenv("MEGASCALE_RANK");
+    return target != nullptr && *target != '\0' && rank != nullptr && std::strcmp(target, rank) == 0;
+  }();
+  return corrupt;
+}
+
+}  // namespace
+
 void gemm(const GemmCall<float>& call) {
   if (current == nullptr) current = &defaultBackend();
   current->run(call);
+  if (corruptsGemm() && call.m > 0 && call.n > 0) call.c[0] += 1.0f;
 }
 
 void gemm(const GemmCall<double>& call) { gemmPortable(call); }
