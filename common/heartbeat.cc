@@ -87,8 +87,8 @@ Table::Table(int count) : count_(count) {
   if (map == MAP_FAILED) {
     const int err = errno;
     close(fd_);
-    throw Error(ErrorCode::kSystem, "heartbeat table: cannot size or map " + std::to_string(bytes) +
-                                        " bytes: " + errnoText(err));
+    throw Error(ErrorCode::kSystem,
+                "heartbeat table: cannot size or map " + std::to_string(bytes) + " bytes: " + errnoText(err));
   }
   base_ = static_cast<char*>(map);
 }

@@ -15,17 +15,17 @@ namespace megascale::heartbeat {
 
 /// One rank's slot. Every field is written by the rank alone and read by the executor at any time.
 struct Slot {
-  std::atomic<uint64_t> pid;              // set when the rank first reports
-  std::atomic<int64_t> step;              // mscHeartbeat's step (meaningful once beats > 0)
-  std::atomic<uint64_t> phase;            // mscHeartbeat's phase, packed (packName)
-  std::atomic<uint64_t> beats;            // mscHeartbeat calls
-  std::atomic<uint64_t> ops_issued;       // operations issued on every communicator of the process
-  std::atomic<uint64_t> ops_completed;    // ... and finished, well or not
-  std::atomic<uint64_t> op_group;         // the communicator of the latest issued operation, packed
-  std::atomic<uint32_t> op_seq;           // its sequence number there
-  std::atomic<uint32_t> op_kind;          // its Collective (collectives/schedule.h), + 1; 0: none yet
-  std::atomic<uint64_t> transport_errors; // operations that failed because a peer or link failed
-  std::atomic<uint64_t> other_errors;     // operations that failed otherwise (mismatch, invalid use, abort)
+  std::atomic<uint64_t> pid;               // set when the rank first reports
+  std::atomic<int64_t> step;               // mscHeartbeat's step (meaningful once beats > 0)
+  std::atomic<uint64_t> phase;             // mscHeartbeat's phase, packed (packName)
+  std::atomic<uint64_t> beats;             // mscHeartbeat calls
+  std::atomic<uint64_t> ops_issued;        // operations issued on every communicator of the process
+  std::atomic<uint64_t> ops_completed;     // ... and finished, well or not
+  std::atomic<uint64_t> op_group;          // the communicator of the latest issued operation, packed
+  std::atomic<uint32_t> op_seq;            // its sequence number there
+  std::atomic<uint32_t> op_kind;           // its Collective (collectives/schedule.h), + 1; 0: none yet
+  std::atomic<uint64_t> transport_errors;  // operations that failed because a peer or link failed
+  std::atomic<uint64_t> other_errors;      // operations that failed otherwise (mismatch, invalid use, abort)
 };
 constexpr size_t kSlotBytes = 128;
 static_assert(sizeof(Slot) <= kSlotBytes);

@@ -59,7 +59,9 @@ std::optional<Fault> FaultDetector::exited(const std::vector<RankSample>& ranks)
   }
   if (first == nullptr) return std::nullopt;
   const int status = first->wait_status;
-  return Fault{Fault::Kind::kExited, {first->rank}, describeWaitStatus(status),
+  return Fault{Fault::Kind::kExited,
+               {first->rank},
+               describeWaitStatus(status),
                WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
 }
 
@@ -85,7 +87,9 @@ std::optional<Fault> FaultDetector::hang(Clock::time_point now, const std::vecto
   bool someone_waits = false, all_stalled = true;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankSample& r = ranks[i];
-    if (!r.running || !r.reported) continue;
+    // Start-up may take long (loading, measuring, restoring): watched from the first heartbeat, except a rank
+    // the kernel says is stopped, which makes no progress whatever it was doing.
+    if (!r.running || (!r.reported && !r.stopped)) continue;
     const bool stall = now - seen_[i].since >= hang_timeout_;
     if (!stall) {
       all_stalled = false;
@@ -105,8 +109,8 @@ std::optional<Fault> FaultDetector::hang(Clock::time_point now, const std::vecto
       f.ranks.push_back(ranks[i].rank);
       longest = std::max(longest, seconds(now - seen_[i].since));
     }
-    f.reason = why + ": no progress for " + fixed(longest) + " s (hang timeout " +
-               fixed(seconds(hang_timeout_)) + " s)";
+    f.reason =
+        why + ": no progress for " + fixed(longest) + " s (hang timeout " + fixed(seconds(hang_timeout_)) + " s)";
     return std::optional<Fault>(f);
   };
   if (!stopped.empty()) return fault(stopped, "is stopped");

@@ -5,9 +5,10 @@
 // - A rank that ends with anything but status 0 is a fault at once; among several in one sample, one
 //   killed by a signal is named first (the others most likely failed because it died).
 // - A rank whose transport reports errors (its peers or links failed) is a fault.
-// - A hang: a rank that has sent a heartbeat (it is in its steady loop; start-up may take long) and has made
-//   no progress since (no heartbeat, no finished operation) for the hang timeout. It is named when it is stopped (SIGSTOP), or when it is outside any collective while
-//   another rank waits in one. When every rank stalls, the ones that stalled first are named.
+// - A hang: a rank that has sent a heartbeat (it is in its steady loop; start-up may take long), or that is
+//   stopped (SIGSTOP), and has made no progress (no heartbeat, no finished operation) for the hang timeout. It is named
+//   when it is stopped (SIGSTOP), or when it is outside any collective while another rank waits in one. When every rank
+//   stalls, the ones that stalled first are named.
 #pragma once
 
 #include <sys/types.h>
@@ -25,14 +26,14 @@ using Clock = std::chrono::steady_clock;
 /// One rank as the executor sees it at one moment.
 struct RankSample {
   int rank = 0;
-  bool running = true;      // not yet reaped
-  int wait_status = 0;      // how it ended, once !running
-  bool stopped = false;     // the kernel says stopped (SIGSTOP) or traced
-  bool reported = false;    // it has sent a heartbeat (mscHeartbeat): hangs are watched from then on
-  uint64_t progress = 0;    // heartbeats + finished operations: moves while the rank makes progress
+  bool running = true;         // not yet reaped
+  int wait_status = 0;         // how it ended, once !running
+  bool stopped = false;        // the kernel says stopped (SIGSTOP) or traced
+  bool reported = false;       // it has sent a heartbeat (mscHeartbeat): hangs are watched from then on
+  uint64_t progress = 0;       // heartbeats + finished operations: moves while the rank makes progress
   bool in_collective = false;  // issued operations that have not finished
   uint64_t transport_errors = 0;
-  std::string where;        // "step 12 forward, all_reduce #40 of dp" (for the report)
+  std::string where;  // "step 12 forward, all_reduce #40 of dp" (for the report)
 };
 
 struct Fault {

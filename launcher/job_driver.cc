@@ -140,8 +140,8 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
     }
     fault_detected = attempt.detected_at;
     result.restarts = number + 1;
-    logLine("restart %d of %d: starting all %d ranks again; host memory holds %s", number + 1,
-            options_.max_restarts, options_.nproc, memory_->describe().c_str());
+    logLine("restart %d of %d: starting all %d ranks again; host memory holds %s", number + 1, options_.max_restarts,
+            options_.nproc, memory_->describe().c_str());
   }
 }
 
@@ -171,7 +171,9 @@ bool JobDriver::selfCheckPasses(int number) {
   group.stop(std::chrono::milliseconds(0));
   passed = passed && !timed_out;
   logLine("self-check on this host's %d ranks: %s in %.2f s", options_.nproc,
-          passed ? "passed" : timed_out ? "did not finish (a hang counts as a failure)" : "FAILED (its verdict is above)",
+          passed      ? "passed"
+          : timed_out ? "did not finish (a hang counts as a failure)"
+                      : "FAILED (its verdict is above)",
           secondsBetween(start, Clock::now()));
   return passed;
 }

@@ -22,12 +22,12 @@ struct DriverOptions {
   int world_size = 1;
   int rank_offset = 0;
   std::vector<std::string> program;
-  UniqueId id;                                  // a restart runs under the job id + ".<restart>"
-  std::chrono::milliseconds grace{3000};        // after SIGTERM, before SIGKILL
+  UniqueId id;                            // a restart runs under the job id + ".<restart>"
+  std::chrono::milliseconds grace{3000};  // after SIGTERM, before SIGKILL
   int max_restarts = 0;
-  std::chrono::milliseconds heartbeat{500};     // how often the ranks' reports are sampled
-  std::chrono::milliseconds hang_timeout{0};    // 0: hangs are not detected
-  std::string self_check_program;               // after a fault, run this on the host's ranks (empty: none)
+  std::chrono::milliseconds heartbeat{500};   // how often the ranks' reports are sampled
+  std::chrono::milliseconds hang_timeout{0};  // 0: hangs are not detected
+  std::string self_check_program;             // after a fault, run this on the host's ranks (empty: none)
   std::chrono::milliseconds self_check_timeout{120000};
 };
 

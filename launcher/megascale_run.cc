@@ -1,6 +1,7 @@
 // megascale-run: starts N local ranks of a program with MEGASCALE_* set, serving the job's store itself
-// unless --store names one, and drives them (launcher/job_driver.h): faults detected, ranks restarted. On several hosts, run it once per host with --world-size and --rank-offset
-// (for example from srun or mpirun, one task per host) and a shared --store.
+// unless --store names one, and drives them (launcher/job_driver.h): faults detected, ranks restarted. On several
+// hosts, run it once per host with --world-size and --rank-offset (for example from srun or mpirun, one task per host)
+// and a shared --store.
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,8 +16,8 @@
 #include "collectives/bootstrap/unique_id.h"
 #include "common/config.h"
 #include "common/crypto.h"
-#include "launcher/print_topology.h"
 #include "launcher/job_driver.h"
+#include "launcher/print_topology.h"
 
 namespace {
 
@@ -24,26 +25,27 @@ volatile int g_signal = 0;
 void onSignal(int sig) { g_signal = sig; }
 
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: megascale-run -n N [options] program [args...]\n"
-               "  -n, --nproc N        ranks to start on this host\n"
-               "  --store URL          use this store (tcp://host:port or redis://host:port) instead of serving one;\n"
-               "                       MEGASCALE_JOB_SECRET (hex) must hold the job secret\n"
-               "  --world-size W       total ranks over all hosts (default N)\n"
-               "  --rank-offset R      global rank of this host's first rank (default 0)\n"
-               "  --job-id ID          job id shared by all hosts (default: random; required with --world-size)\n"
-               "  --grace-ms MS        after a rank fails, time the others get before SIGKILL (default 3000)\n"
-               "  --max-restarts N     after a fault, stop every rank and start them all again, up to N times; the\n"
-               "                       program resumes from its latest checkpoint (default 0: the job ends)\n"
-               "  --heartbeat-ms MS    how often the ranks' heartbeats are read (default 500)\n"
-               "  --hang-timeout S     a rank that makes no progress for S seconds while others wait hangs (default 0:\n"
-               "                       not watched)\n"
-               "  --self-check         after a fault, run megascale-selfcheck on this host's ranks before restarting;\n"
-               "                       a host that fails it is evicted (with no spare host, the job stops)\n"
-               "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
-               "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
-               "                       --store, every host's megascale-run prints the whole cluster\n"
-               "  --topology FILE      the switch tree in Slurm topology.conf syntax (default MEGASCALE_TOPO_FILE)\n");
+  std::fprintf(
+      out,
+      "usage: megascale-run -n N [options] program [args...]\n"
+      "  -n, --nproc N        ranks to start on this host\n"
+      "  --store URL          use this store (tcp://host:port or redis://host:port) instead of serving one;\n"
+      "                       MEGASCALE_JOB_SECRET (hex) must hold the job secret\n"
+      "  --world-size W       total ranks over all hosts (default N)\n"
+      "  --rank-offset R      global rank of this host's first rank (default 0)\n"
+      "  --job-id ID          job id shared by all hosts (default: random; required with --world-size)\n"
+      "  --grace-ms MS        after a rank fails, time the others get before SIGKILL (default 3000)\n"
+      "  --max-restarts N     after a fault, stop every rank and start them all again, up to N times; the\n"
+      "                       program resumes from its latest checkpoint (default 0: the job ends)\n"
+      "  --heartbeat-ms MS    how often the ranks' heartbeats are read (default 500)\n"
+      "  --hang-timeout S     a rank that makes no progress for S seconds while others wait hangs (default 0:\n"
+      "                       not watched)\n"
+      "  --self-check         after a fault, run megascale-selfcheck on this host's ranks before restarting;\n"
+      "                       a host that fails it is evicted (with no spare host, the job stops)\n"
+      "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
+      "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
+      "                       --store, every host's megascale-run prints the whole cluster\n"
+      "  --topology FILE      the switch tree in Slurm topology.conf syntax (default MEGASCALE_TOPO_FILE)\n");
 }
 
 int parseCount(const char* flag, const char* text, int min) {
@@ -97,18 +99,30 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "-n" || a == "--nproc" || a == "-np") nproc = parseCount("-n", value("-n"), 1);
-    else if (a == "--store") store_url = value("--store");
-    else if (a == "--world-size") world_size = parseCount("--world-size", value("--world-size"), 1);
-    else if (a == "--rank-offset") rank_offset = parseCount("--rank-offset", value("--rank-offset"), 0);
-    else if (a == "--job-id") job_id = value("--job-id");
-    else if (a == "--grace-ms") grace_ms = parseCount("--grace-ms", value("--grace-ms"), 0);
-    else if (a == "--max-restarts") max_restarts = parseCount("--max-restarts", value("--max-restarts"), 0);
-    else if (a == "--heartbeat-ms") heartbeat_ms = parseCount("--heartbeat-ms", value("--heartbeat-ms"), 1);
-    else if (a == "--hang-timeout") hang_timeout_s = parseSeconds("--hang-timeout", value("--hang-timeout"));
-    else if (a == "--self-check") self_check = true;
-    else if (a == "--topology") topology_file = value("--topology");
-    else if (a == "--print-topology") print_topology = true;
+    if (a == "-n" || a == "--nproc" || a == "-np")
+      nproc = parseCount("-n", value("-n"), 1);
+    else if (a == "--store")
+      store_url = value("--store");
+    else if (a == "--world-size")
+      world_size = parseCount("--world-size", value("--world-size"), 1);
+    else if (a == "--rank-offset")
+      rank_offset = parseCount("--rank-offset", value("--rank-offset"), 0);
+    else if (a == "--job-id")
+      job_id = value("--job-id");
+    else if (a == "--grace-ms")
+      grace_ms = parseCount("--grace-ms", value("--grace-ms"), 0);
+    else if (a == "--max-restarts")
+      max_restarts = parseCount("--max-restarts", value("--max-restarts"), 0);
+    else if (a == "--heartbeat-ms")
+      heartbeat_ms = parseCount("--heartbeat-ms", value("--heartbeat-ms"), 1);
+    else if (a == "--hang-timeout")
+      hang_timeout_s = parseSeconds("--hang-timeout", value("--hang-timeout"));
+    else if (a == "--self-check")
+      self_check = true;
+    else if (a == "--topology")
+      topology_file = value("--topology");
+    else if (a == "--print-topology")
+      print_topology = true;
     else if (a == "--print-config") {
       config::printConfig(stdout);
       return 0;
@@ -133,12 +147,13 @@ int main(int argc, char** argv) {
   }
   if (world_size < 0) world_size = nproc;
   if (rank_offset + nproc > world_size) {
-    std::fprintf(stderr, "megascale-run: ranks %d..%d exceed --world-size %d\n", rank_offset,
-                 rank_offset + nproc - 1, world_size);
+    std::fprintf(stderr, "megascale-run: ranks %d..%d exceed --world-size %d\n", rank_offset, rank_offset + nproc - 1,
+                 world_size);
     return 2;
   }
   if (max_restarts > 0 && world_size != nproc) {
-    std::fprintf(stderr, "megascale-run: --max-restarts runs on one host for now; a job across hosts cannot restart yet\n");
+    std::fprintf(stderr,
+                 "megascale-run: --max-restarts runs on one host for now; a job across hosts cannot restart yet\n");
     return 2;
   }
   std::unique_ptr<TcpStoreServer> server;
@@ -153,7 +168,8 @@ int main(int argc, char** argv) {
     } else {
       const std::string secret_hex = config::getString("MEGASCALE_JOB_SECRET");
       if (secret_hex.empty()) {
-        std::fprintf(stderr, "megascale-run: --store needs MEGASCALE_JOB_SECRET set to the job secret (>= 16 bytes hex)\n");
+        std::fprintf(stderr,
+                     "megascale-run: --store needs MEGASCALE_JOB_SECRET set to the job secret (>= 16 bytes hex)\n");
         return 2;
       }
       id.secret = jobSecretFromHex(secret_hex, "MEGASCALE_JOB_SECRET");
@@ -173,8 +189,8 @@ int main(int argc, char** argv) {
 
   if (print_topology) {
     try {
-      launcher::TopologyQuery query{nproc, world_size, rank_offset, topology_file, store_url.empty() ? nullptr : &id,
-                                    config::timeout()};
+      launcher::TopologyQuery query{
+          nproc, world_size, rank_offset, topology_file, store_url.empty() ? nullptr : &id, config::timeout()};
       std::fputs(launcher::describeCluster(query).c_str(), stdout);
       return 0;
     } catch (const std::exception& e) {

@@ -114,8 +114,8 @@ bool printCheck(const char* name, const char* unit, const std::vector<Report>& a
                 p.detail);
     if (!p.pass || slow[r]) {
       ok = false;
-      problems.push_back(std::string(name) + " on host " + p.host + " (rank " + std::to_string(r) + "): " +
-                         (p.pass ? "much slower than its peers" : p.detail));
+      problems.push_back(std::string(name) + " on host " + p.host + " (rank " + std::to_string(r) +
+                         "): " + (p.pass ? "much slower than its peers" : p.detail));
     }
   }
   return ok;

@@ -18,15 +18,17 @@ MemoryCheckpoints::MemoryCheckpoints(const std::string& job_id) {
   if (access(base.c_str(), W_OK) != 0) {
     const char* tmp = std::getenv("TMPDIR");
     base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-    std::fprintf(stderr, "megascale-run: /dev/shm is not writable; checkpoints between restarts go to %s, which may "
-                         "be disk\n", base.c_str());
+    std::fprintf(stderr,
+                 "megascale-run: /dev/shm is not writable; checkpoints between restarts go to %s, which may "
+                 "be disk\n",
+                 base.c_str());
   }
   std::string name = base + "/megascale-" + job_id.substr(0, 16) + "-XXXXXX";
   std::vector<char> text(name.begin(), name.end());
   text.push_back('\0');
   if (mkdtemp(text.data()) == nullptr) {
-    throw Error(ErrorCode::kSystem, "cannot make the checkpoint directory in host memory " + name + ": " +
-                                        errnoText(errno));
+    throw Error(ErrorCode::kSystem,
+                "cannot make the checkpoint directory in host memory " + name + ": " + errnoText(errno));
   }
   path_ = text.data();
 }
@@ -46,7 +48,8 @@ std::string MemoryCheckpoints::describe() const {
   }
   if (bytes == 0) return "no checkpoints yet";
   char text[128];
-  std::snprintf(text, sizeof(text), "checkpoints of %d ranks (%.1f MiB)", ranks, static_cast<double>(bytes) / (1 << 20));
+  std::snprintf(text, sizeof(text), "checkpoints of %d ranks (%.1f MiB)", ranks,
+                static_cast<double>(bytes) / (1 << 20));
   return text;
 }
 

@@ -23,7 +23,8 @@ std::string describeWaitStatus(int wait_status) {
   return "ended with wait status " + std::to_string(wait_status);
 }
 
-void ProcessGroup::spawn(int rank, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+void ProcessGroup::spawn(int rank, const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     throw std::runtime_error(std::string("pipe failed: ") + strerror(errno));

@@ -36,8 +36,8 @@ CheckResult checkGemm(int64_t size, double seconds) {
       b[static_cast<size_t>(i * n + j)] = operand(i, j, 2);
     }
   }
-  const trainer::GemmCall<float> call{trainer::Trans::kNo, trainer::Trans::kNo, n, n, n, a.data(), n, b.data(), n,
-                                      0.0f, c.data(), n};
+  const trainer::GemmCall<float> call{
+      trainer::Trans::kNo, trainer::Trans::kNo, n, n, n, a.data(), n, b.data(), n, 0.0f, c.data(), n};
   trainer::gemm(call);  // warm-up: thread pools, page faults
   int runs = 0;
   const auto t0 = Clock::now();
@@ -46,16 +46,19 @@ CheckResult checkGemm(int64_t size, double seconds) {
     ++runs;
   } while (secondsSince(t0) < seconds);
   CheckResult r;
-  r.figure = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) * runs / secondsSince(t0) / 1e9;
+  r.figure =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) * runs / secondsSince(t0) / 1e9;
   // Row sums: C 1 must equal A (B 1) exactly (integers far below 2^53).
   std::vector<int64_t> b_ones(static_cast<size_t>(n), 0);
   for (int64_t k = 0; k < n; ++k) {
-    for (int64_t j = 0; j < n; ++j) b_ones[static_cast<size_t>(k)] += static_cast<int64_t>(b[static_cast<size_t>(k * n + j)]);
+    for (int64_t j = 0; j < n; ++j)
+      b_ones[static_cast<size_t>(k)] += static_cast<int64_t>(b[static_cast<size_t>(k * n + j)]);
   }
   for (int64_t i = 0; i < n; ++i) {
     int64_t expected = 0;
     double got = 0;
-    for (int64_t k = 0; k < n; ++k) expected += static_cast<int64_t>(a[static_cast<size_t>(i * n + k)]) * b_ones[static_cast<size_t>(k)];
+    for (int64_t k = 0; k < n; ++k)
+      expected += static_cast<int64_t>(a[static_cast<size_t>(i * n + k)]) * b_ones[static_cast<size_t>(k)];
     for (int64_t j = 0; j < n; ++j) got += c[static_cast<size_t>(i * n + j)];
     if (got != static_cast<double>(expected)) {
       r.detail = "wrong results: row " + std::to_string(i) + " sums to " + format("%.0f", got) + ", not " +
@@ -67,7 +70,8 @@ CheckResult checkGemm(int64_t size, double seconds) {
     const int64_t i = (s * 7919) % n, j = (s * 104729 + 13) % n;
     int64_t expected = 0;
     for (int64_t k = 0; k < n; ++k) {
-      expected += static_cast<int64_t>(a[static_cast<size_t>(i * n + k)]) * static_cast<int64_t>(b[static_cast<size_t>(k * n + j)]);
+      expected += static_cast<int64_t>(a[static_cast<size_t>(i * n + k)]) *
+                  static_cast<int64_t>(b[static_cast<size_t>(k * n + j)]);
     }
     if (c[static_cast<size_t>(i * n + j)] != static_cast<float>(expected)) {
       r.detail = "wrong result at (" + std::to_string(i) + ", " + std::to_string(j) + ")";

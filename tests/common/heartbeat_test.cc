@@ -34,14 +34,15 @@ TEST(Heartbeat, NamesPackIntoOneWordAndCutAtEightBytes) {
 TEST(Heartbeat, AChildReportsIntoTheSlotItInherited) {
   Table table(3);
   table.clear();
-  ASSERT_EQ(inChild(table.environmentValue(2), [] {
-              if (mySlot() == nullptr) return 1;
-              reportStep(41, "forward");
-              reportIssued(packName("tp"), 17, 3);
-              reportFinished(Outcome::kTransportError);
-              reportIssued(packName("dp"), 5, 0);
-              return 0;
-            }),
+  ASSERT_EQ(inChild(table.environmentValue(2),
+                    [] {
+                      if (mySlot() == nullptr) return 1;
+                      reportStep(41, "forward");
+                      reportIssued(packName("tp"), 17, 3);
+                      reportFinished(Outcome::kTransportError);
+                      reportIssued(packName("dp"), 5, 0);
+                      return 0;
+                    }),
             0);
   const Slot& slot = table.slot(2);
   EXPECT_GT(slot.pid.load(), 0u);
@@ -61,10 +62,11 @@ TEST(Heartbeat, AChildReportsIntoTheSlotItInherited) {
 
 TEST(Heartbeat, WithoutAValidTableAProcessReportsNothingAndGoesOn) {
   for (const char* value : {"", "not-a-slot", "999:0", "0:-1"}) {
-    EXPECT_EQ(inChild(value, [] {
-                reportStep(1, "x");  // must not crash
-                return mySlot() == nullptr ? 0 : 1;
-              }),
+    EXPECT_EQ(inChild(value,
+                      [] {
+                        reportStep(1, "x");  // must not crash
+                        return mySlot() == nullptr ? 0 : 1;
+                      }),
               0)
         << value;
   }

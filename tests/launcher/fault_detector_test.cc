@@ -150,6 +150,16 @@ TEST_F(DetectorTest, RanksBeforeTheirFirstHeartbeatAreNotWatchedForHangs) {
   for (int t = 0; t <= 5000; t += 100) EXPECT_FALSE(detector.observe(at(t), ranks)) << "at " << t << " ms";
 }
 
+TEST_F(DetectorTest, ARankStoppedBeforeItsFirstHeartbeatIsStillAHang) {
+  auto ranks = healthy(2);
+  ranks[0].reported = ranks[1].reported = false;
+  ranks[1].stopped = true;
+  EXPECT_FALSE(detector.observe(at(0), ranks));
+  auto fault = detector.observe(at(2000), ranks);
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->ranks, std::vector<int>{1});
+}
+
 TEST_F(DetectorTest, WithoutAHangTimeoutStalledRanksAreNoFault) {
   FaultDetector no_hangs(milliseconds(0), milliseconds(100));
   auto ranks = healthy(2);

@@ -6,8 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "megascale/megascale.h"

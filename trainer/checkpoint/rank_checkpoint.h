@@ -22,7 +22,7 @@ struct RankCheckpoint {
   std::string shape;  // what the state belongs to: equal texts mean it fits
   TrainingState state;
   int64_t optimizer_steps = 0;
-  std::vector<float> shards;  // read back whole
+  std::vector<float> shards;                   // read back whole
   std::vector<std::string_view> shard_pieces;  // written: the rank's state in place, in order, without a copy
 };
 

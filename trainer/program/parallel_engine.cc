@@ -153,11 +153,11 @@ class ParallelEngine final : public StepEngine {
   std::optional<TrainingState> restore(const CheckpointTarget& from, std::ostream& log) override {
     if (from.rank_local) {
       auto state = checkpointer_->restoreRankLocal(from.dir);
-      if (state) log << "resumed from " << from.dir << " (each rank's own checkpoint) at step " << state->step << "\n";
+      if (state) log << "resumed from " << from.dir << " (each rank's own checkpoint) at step " << state->step << std::endl;
       return state;
     }
     auto state = checkpointer_->restore(from.dir);
-    if (state) log << "resumed from " << latestCheckpoint(from.dir) << " at step " << state->step << "\n";
+    if (state) log << "resumed from " << latestCheckpoint(from.dir) << " at step " << state->step << std::endl;
     return state;
   }
   void finish() override {

@@ -70,11 +70,12 @@ std::vector<std::string> earlierRows(const std::string& path, int64_t steps) {
 
 CsvLog::CsvLog(const std::string& path, int64_t resumed_steps) {
   if (path.empty()) return;
-  const std::vector<std::string> kept = earlierRows(path, resumed_steps);
-  file_ = std::fopen(path.c_str(), "w");
+  // The kept rows go into a new file that replaces the old one at once: a rank killed meanwhile loses nothing.
+  std::string start = std::string(kCsvHeader) + "\n";
+  for (const std::string& row : earlierRows(path, resumed_steps)) start += row + "\n";
+  writeFileAtomically(path, start);
+  file_ = std::fopen(path.c_str(), "a");
   if (file_ == nullptr) throw std::runtime_error("cannot create CSV file " + path);
-  std::fprintf(file_, "%s\n", kCsvHeader);
-  for (const std::string& row : kept) std::fprintf(file_, "%s\n", row.c_str());
 }
 
 CsvLog::~CsvLog() {

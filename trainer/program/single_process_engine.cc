@@ -71,7 +71,7 @@ class SingleProcessEngine final : public StepEngine {
       state = loadCheckpoint(latest, model_, optimizer_);
     }
     model_.refreshRoundedWeights();
-    log << "resumed from " << latest << " at step " << state.step << "\n";
+    log << "resumed from " << latest << " at step " << state.step << std::endl;
     return state;
   }
 
