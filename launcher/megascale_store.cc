@@ -29,10 +29,8 @@ int main(int argc, char** argv) {
     if (a == "--print-redis-password") {
       print_redis_password = true;
     } else if ((a == "--host" || a == "--port") && i + 1 < argc) {
-      if (a == "--host")
-        host = argv[++i];
-      else
-        port = std::atoi(argv[++i]);
+      if (a == "--host") host = argv[++i];
+      else port = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr,
                    "usage: megascale-store [--host ADDR] [--port PORT]   serve a job's store\n"

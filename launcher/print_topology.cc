@@ -31,8 +31,7 @@ std::string describeCluster(const TopologyQuery& query) {
       const std::string key = "topology/rank/" + std::to_string(rank);
       records.push_back(topology::decodeHostRecord(store->get(key, query.timeout), "rank " + std::to_string(rank)));
       if (records.back().rank != rank) {
-        throw std::invalid_argument("the host record under " + key + " claims rank " +
-                                    std::to_string(records.back().rank));
+        throw std::invalid_argument("the host record under " + key + " claims rank " + std::to_string(records.back().rank));
       }
     }
   }

@@ -11,10 +11,10 @@
 namespace megascale::launcher {
 
 struct TopologyQuery {
-  int nproc = 1;                    // ranks this host would start
-  int world_size = 1;               // ranks over all hosts
-  int rank_offset = 0;              // global rank of this host's first rank
-  std::string topology_file;        // Slurm topology.conf; "" for none
+  int nproc = 1;                  // ranks this host would start
+  int world_size = 1;             // ranks over all hosts
+  int rank_offset = 0;            // global rank of this host's first rank
+  std::string topology_file;      // Slurm topology.conf; "" for none
   const UniqueId* store = nullptr;  // the shared store when hosts are several; null for this host alone
   std::chrono::milliseconds timeout{0};
 };

@@ -42,9 +42,8 @@ Result run(const std::string& args) {
 }
 
 TEST(MegascaleRun, GivesEveryRankItsIdentityAndPrefixesOutput) {
-  Result r =
-      run("-n 3 bash -c 'echo rank=$MEGASCALE_RANK size=$MEGASCALE_WORLD_SIZE local=$MEGASCALE_LOCAL_RANK "
-          "of=$MEGASCALE_LOCAL_SIZE id=${MEGASCALE_UNIQUE_ID:0:5}'");
+  Result r = run("-n 3 bash -c 'echo rank=$MEGASCALE_RANK size=$MEGASCALE_WORLD_SIZE local=$MEGASCALE_LOCAL_RANK "
+                 "of=$MEGASCALE_LOCAL_SIZE id=${MEGASCALE_UNIQUE_ID:0:5}'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (int k = 0; k < 3; ++k) {
     char line[96];
@@ -69,9 +68,8 @@ TEST(MegascaleRun, RankKilledBySignalIsReported) {
 }
 
 TEST(MegascaleRun, RanksIgnoringTermAreKilledAfterTheGracePeriod) {
-  Result r =
-      run("--grace-ms 300 -n 2 bash -c 'trap \"\" TERM; if [ $MEGASCALE_RANK = 0 ]; then sleep 0.3; exit 3; fi; "
-          "for i in $(seq 600); do sleep 0.1; done'");
+  Result r = run("--grace-ms 300 -n 2 bash -c 'trap \"\" TERM; if [ $MEGASCALE_RANK = 0 ]; then sleep 0.3; exit 3; fi; "
+                 "for i in $(seq 600); do sleep 0.1; done'");
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_GE(r.seconds, 0.55) << r.err;  // rank 1 ignored SIGTERM and lived until the SIGKILL
   EXPECT_LT(r.seconds, 15);
@@ -84,8 +82,7 @@ TEST(MegascaleRun, ForwardsSignalsToEveryRank) {
   if (pid == 0) {
     std::string cmd = std::string(MEGASCALE_RUN) +
                       " -n 2 bash -c 'trap \"echo got-term-$MEGASCALE_RANK; exit 0\" TERM; echo ready; "
-                      "while true; do sleep 0.05; done' >" +
-                      out_path + " 2>&1";
+                      "while true; do sleep 0.05; done' >" + out_path + " 2>&1";
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -6,8 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <string>
 #include <thread>
+#include <string>
 #include <vector>
 
 #include "megascale/megascale.h"
