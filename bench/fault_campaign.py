@@ -171,7 +171,10 @@ def per_fault(job, injected):
             continue
         r = first_after(recovered, d[0])
         back = first_after(resumed, d[0])
-        rows.append((how, d[0] - at, r[0] - at if r else None, done - back[1] if back else None, f"rank {rank} " in d[1]))
+        named = f"rank {rank} " in d[1]
+        if not named:
+            print(f"    (the {how} of rank {rank} was followed by: {d[1]})")
+        rows.append((how, d[0] - at, r[0] - at if r else None, done - back[1] if back else None, named))
     return rows
 
 
@@ -295,6 +298,35 @@ def ettr_run(build, root, data, minutes, fault_every, rng, baseline):
             "steps": len(step_seconds(work))}
 
 
+def checkpoint_cost(build, root, pairs, steps):
+    """The main job's shape (trainer/configs/main_job.conf, 8 ranks) with a checkpoint into host memory every step
+    and with none, alternating; wall seconds per step (the CSV's elapsed time, which includes the saves)."""
+    data = "/usr/share/doc/jargon-text/jargon.txt.gz"
+    if not os.path.exists(data):
+        print("checkpoint cost: skipped (the jargon-text package's text is missing)")
+        return
+    per_step = {0: [], 1: []}
+    for i in range(pairs):
+        for every in (0, 1):
+            work = os.path.join(root, f"cost-{every}-{i}")
+            os.makedirs(work)
+            argv = [os.path.join(build, "launcher", "megascale-run"), "--max-restarts", "1", "-n", "8",
+                    os.path.join(build, "trainer", "megascale-train"), "--config",
+                    os.path.join(SOURCE, "trainer", "configs", "main_job.conf"), "--data", data, "--steps", str(steps),
+                    "--memory-checkpoint-every", str(every), "--log-every", str(steps), "--sample-tokens", "0",
+                    "--csv", os.path.join(work, "steps.csv")]
+            subprocess.run(argv, capture_output=True, check=True, timeout=900)
+            with open(os.path.join(work, "steps.csv")) as f:
+                rows = [line.split(",") for line in list(f)[1:]]
+            # From the end of the first step (start-up and its first save left out) to the end of the last.
+            per_step[every].append((float(rows[-1][7]) - float(rows[0][7])) / (len(rows) - 1))
+    off, on = statistics.median(per_step[0]), statistics.median(per_step[1])
+    print(f"\ncheckpoint cost, main job (8 ranks tp2 x pp2 x dp2), {pairs} alternating pairs of {steps} steps:")
+    print(f"  no checkpoints {off * 1e3:.1f} ms/step, into host memory every step {on * 1e3:.1f} ms/step: "
+          f"{(on / off - 1) * 100:+.1f}% (pairs: " +
+          ", ".join(f"{(b / a - 1) * 100:+.1f}%" for a, b in zip(per_step[0], per_step[1])) + ")", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("build")
@@ -303,6 +335,7 @@ def main():
     parser.add_argument("--fault-every", type=float, default=60)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--skip-campaign", action="store_true")
+    parser.add_argument("--cost-pairs", type=int, default=0, help="measure the memory checkpoint's cost first")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
@@ -312,6 +345,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fault-campaign-") as root:
         data = os.path.join(root, "text.txt")
         text_file(data)
+        if args.cost_pairs > 0:
+            checkpoint_cost(args.build, root, args.cost_pairs, 60)
         if not args.skip_campaign:
             steps = 60 + args.trials * 40
             table = campaign(args.build, root, data, args.trials, rng, steps)

@@ -46,7 +46,7 @@ std::optional<Fault> FaultDetector::observe(Clock::time_point now, const std::ve
     }
   }
   if (auto fault = exited(ranks)) return fault;
-  if (auto fault = transportErrors(ranks)) return fault;
+  if (auto fault = transportErrors(now, ranks)) return fault;
   return hang(now, ranks);
 }
 
@@ -65,19 +65,26 @@ std::optional<Fault> FaultDetector::exited(const std::vector<RankSample>& ranks)
                WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
 }
 
-std::optional<Fault> FaultDetector::transportErrors(const std::vector<RankSample>& ranks) {
-  Fault fault{Fault::Kind::kTransportErrors, {}, "", 1};
+std::optional<Fault> FaultDetector::transportErrors(Clock::time_point now, const std::vector<RankSample>& ranks) {
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const uint64_t errors = ranks[i].transport_errors;
-    if (errors > seen_[i].transport_errors) {
-      if (fault.ranks.empty()) {
-        fault.reason = "its transport failed " + std::to_string(errors) + " operation(s) (a peer or link failed)";
-      }
-      fault.ranks.push_back(ranks[i].rank);
+    if (ranks[i].transport_errors <= seen_[i].transport_errors) continue;
+    if (!errors_.ranks.empty() && std::find(errors_.ranks.begin(), errors_.ranks.end(), ranks[i].rank) != errors_.ranks.end()) {
+      continue;
     }
-    seen_[i].transport_errors = errors;
+    if (errors_.ranks.empty()) {
+      errors_since_ = now;
+      errors_.reason = "its transport failed " + std::to_string(ranks[i].transport_errors) +
+                       " operation(s) (a peer or link failed)";
+    }
+    errors_.ranks.push_back(ranks[i].rank);
   }
-  if (fault.ranks.empty()) return std::nullopt;
+  // A peer's socket closes before the dead peer can be reaped: its survivors' errors wait one sampling period
+  // for the death that caused them, which exited() then names instead.
+  if (errors_.ranks.empty() || now - errors_since_ < tolerance_) return std::nullopt;
+  Fault fault = errors_;
+  std::sort(fault.ranks.begin(), fault.ranks.end());
+  errors_ = Fault{Fault::Kind::kTransportErrors, {}, "", 1};
+  for (size_t i = 0; i < ranks.size(); ++i) seen_[i].transport_errors = ranks[i].transport_errors;
   return fault;
 }
 

@@ -4,7 +4,8 @@
 //
 // - A rank that ends with anything but status 0 is a fault at once; among several in one sample, one
 //   killed by a signal is named first (the others most likely failed because it died).
-// - A rank whose transport reports errors (its peers or links failed) is a fault.
+// - A rank whose transport reports errors (its peers or links failed) is a fault, one sampling period later
+//   (the `tolerance`) unless a rank's end explains it meanwhile.
 // - A hang: a rank that has sent a heartbeat (it is in its steady loop; start-up may take long), or that is
 //   stopped (SIGSTOP), and has made no progress (no heartbeat, no finished operation) for the hang timeout. It is named
 //   when it is stopped (SIGSTOP), or when it is outside any collective while another rank waits in one. When every rank
@@ -62,12 +63,14 @@ class FaultDetector {
     bool known = false;
   };
   std::optional<Fault> exited(const std::vector<RankSample>& ranks) const;
-  std::optional<Fault> transportErrors(const std::vector<RankSample>& ranks);
+  std::optional<Fault> transportErrors(Clock::time_point now, const std::vector<RankSample>& ranks);
   std::optional<Fault> hang(Clock::time_point now, const std::vector<RankSample>& ranks) const;
 
   std::chrono::milliseconds hang_timeout_;
   std::chrono::milliseconds tolerance_;
   std::vector<Seen> seen_;  // by index in the samples
+  Fault errors_{Fault::Kind::kTransportErrors, {}, "", 1};  // new transport errors, not reported yet
+  Clock::time_point errors_since_;
 };
 
 }  // namespace megascale::launcher

@@ -71,6 +71,8 @@ struct JobDriver::Attempt {
 
 JobDriver::JobDriver(DriverOptions options, std::FILE* log) : options_(std::move(options)), log_(log) {}
 
+JobDriver::~JobDriver() = default;
+
 void JobDriver::logLine(const char* format, ...) {
   timeval tv{};
   gettimeofday(&tv, nullptr);
@@ -113,9 +115,7 @@ std::vector<RankSample> JobDriver::sample(Attempt& attempt) const {
 DriverResult JobDriver::run(volatile int* forward_signal) {
   heartbeat::Table table(options_.nproc);
   // Checkpoints in host memory only help a job that restarts.
-  std::unique_ptr<MemoryCheckpoints> memory;
-  if (options_.max_restarts > 0) memory = std::make_unique<MemoryCheckpoints>(options_.id.job_id);
-  memory_ = memory.get();
+  if (options_.max_restarts > 0) memory_ = std::make_unique<MemoryCheckpoints>(options_.id.job_id);
   DriverResult result;
   std::optional<Clock::time_point> fault_detected;
   for (int number = 0;; ++number) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct DriverResult {
 class JobDriver {
  public:
   JobDriver(DriverOptions options, std::FILE* log);
+  ~JobDriver();
   /// Runs the job to its end. A signal in `*forward_signal` is passed to every rank and ends the job.
   DriverResult run(volatile int* forward_signal);
 
@@ -56,7 +58,7 @@ class JobDriver {
 
   DriverOptions options_;
   std::FILE* log_;
-  MemoryCheckpoints* memory_ = nullptr;  // with --max-restarts: stage-1 checkpoints, kept across restarts
+  std::unique_ptr<MemoryCheckpoints> memory_;  // with --max-restarts: stage-1 checkpoints, kept across restarts
 };
 
 }  // namespace megascale::launcher

@@ -72,19 +72,36 @@ TEST_F(DetectorTest, AmongSeveralEndedRanksTheKilledOneIsNamed) {
   EXPECT_NE(fault->reason.find("signal 9"), std::string::npos) << fault->reason;
 }
 
-TEST_F(DetectorTest, NewTransportErrorsAreAFaultNamingTheRanksThatSawThem) {
+TEST_F(DetectorTest, NewTransportErrorsAreAFaultNamingTheRanksThatSawThemOnePeriodLater) {
   auto ranks = healthy(4);
   ranks[3].transport_errors = 2;  // before the first sample: still new to the detector
-  auto fault = detector.observe(at(0), ranks);
+  EXPECT_FALSE(detector.observe(at(0), ranks));
+  ranks[1].transport_errors = 1;
+  auto fault = detector.observe(at(100), ranks);
   ASSERT_TRUE(fault);
   EXPECT_EQ(fault->kind, Fault::Kind::kTransportErrors);
-  EXPECT_EQ(fault->ranks, std::vector<int>{3});
-  EXPECT_FALSE(detector.observe(at(100), ranks));  // the same count again is not a new fault
+  EXPECT_EQ(fault->ranks, (std::vector<int>{1, 3}));
+  EXPECT_FALSE(detector.observe(at(200), ranks));  // the same counts again are no new fault
+  EXPECT_FALSE(detector.observe(at(400), ranks));
   ranks[0].transport_errors = 1;
-  ranks[3].transport_errors = 3;
-  fault = detector.observe(at(200), ranks);
+  EXPECT_FALSE(detector.observe(at(500), ranks));
+  fault = detector.observe(at(600), ranks);
   ASSERT_TRUE(fault);
-  EXPECT_EQ(fault->ranks, (std::vector<int>{0, 3}));
+  EXPECT_EQ(fault->ranks, std::vector<int>{0});
+}
+
+TEST_F(DetectorTest, ARankThatDiedIsNamedOverThePeersWhoseTransportSawItGo) {
+  // The dead rank's sockets close before it can be reaped: its peers' errors come first.
+  auto ranks = healthy(4);
+  EXPECT_FALSE(detector.observe(at(0), ranks));
+  ranks[0].transport_errors = ranks[2].transport_errors = 1;
+  EXPECT_FALSE(detector.observe(at(20), ranks));
+  ranks[1].running = false;
+  ranks[1].wait_status = kKilled;
+  auto fault = detector.observe(at(40), ranks);
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->kind, Fault::Kind::kExited);
+  EXPECT_EQ(fault->ranks, std::vector<int>{1});
 }
 
 TEST_F(DetectorTest, AStoppedRankIsNamedOnceItStalledForTheHangTimeout) {

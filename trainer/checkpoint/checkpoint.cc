@@ -35,16 +35,20 @@ std::string describeShape(const ModelConfig& m, const OptimizerConfig& o) {
 void saveCheckpoint(const std::string& path, const TrainingState& state, const Gpt<float>& model,
                     Optimizer<float>& optimizer) {
   SectionWriter out;
-  const std::string shape = describeShape(model.config(), optimizer.config());
-  out.add("shape", shape.data(), shape.size());
-  out.addValue("step", state.step);
-  out.addValue("data_position", state.data_position);
-  out.add("rng", state.rng.data(), sizeof(state.rng));
-  out.addValue("optimizer_steps", optimizer.steps());
+  addCheckpointHeader(out, describeShape(model.config(), optimizer.config()), state, optimizer.steps());
   out.add("params", model.parameters(), static_cast<uint64_t>(model.parameterCount()) * sizeof(float));
   out.addVector("adam_m", optimizer.firstMoment());
   out.addVector("adam_v", optimizer.secondMoment());
   out.write(path, kMagic, kVersion);
+}
+
+void addCheckpointHeader(SectionWriter& out, const std::string& shape, const TrainingState& state,
+                         int64_t optimizer_steps) {
+  out.add("shape", shape.data(), shape.size());
+  out.addValue("step", state.step);
+  out.addValue("data_position", state.data_position);
+  out.add("rng", state.rng.data(), sizeof(state.rng));
+  out.addValue("optimizer_steps", optimizer_steps);
 }
 
 void checkShape(const SectionFile& file, const std::string& expected_shape) {

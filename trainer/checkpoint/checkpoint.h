@@ -34,6 +34,10 @@ class SectionFile;
 void checkShape(const SectionFile& file, const std::string& expected_shape);
 /// step, data_position and rng of a checkpoint file.
 TrainingState readTrainingState(const SectionFile& file);
+class SectionWriter;
+/// What every checkpoint file starts with: the shape, the training state and the optimizer's step count.
+void addCheckpointHeader(SectionWriter& out, const std::string& shape, const TrainingState& state,
+                         int64_t optimizer_steps);
 
 /// The text that identifies a model + optimizer shape ("layers=6\nd_model=384\n..."): equal texts mean a
 /// checkpoint fits.

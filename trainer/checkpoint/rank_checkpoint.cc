@@ -52,11 +52,7 @@ void RankCheckpointWriter::write(const RankCheckpoint& c) {
     next_slot_ = slotStep(slotPath(dir_, rank_, 0)) <= slotStep(slotPath(dir_, rank_, 1)) ? 0 : 1;
   }
   SectionWriter out;
-  out.add("shape", c.shape.data(), c.shape.size());
-  out.addValue("step", c.state.step);
-  out.addValue("data_position", c.state.data_position);
-  out.add("rng", c.state.rng.data(), sizeof(c.state.rng));
-  out.addValue("optimizer_steps", c.optimizer_steps);
+  addCheckpointHeader(out, c.shape, c.state, c.optimizer_steps);
   out.addViews("shards", c.shard_pieces);
   out.overwrite(slotPath(dir_, rank_, next_slot_), kRankMagic, kVersion);
   next_slot_ = 1 - next_slot_;

@@ -44,11 +44,7 @@ std::string shardFileName(int tp_rank, int pp_rank) {
 
 void writeShard(const std::string& path, const ShardSnapshot& s) {
   SectionWriter out;
-  out.add("shape", s.shape.data(), s.shape.size());
-  out.addValue("step", s.state.step);
-  out.addValue("data_position", s.state.data_position);
-  out.add("rng", s.state.rng.data(), sizeof(s.state.rng));
-  out.addValue("optimizer_steps", s.optimizer_steps);
+  addCheckpointHeader(out, s.shape, s.state, s.optimizer_steps);
   for (const auto& t : s.tensors) {
     const std::string key = "tensor:" + t.spec.name + ":";
     out.addVector(key + "layout", encodeLayout(t.spec));
