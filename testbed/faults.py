@@ -66,7 +66,9 @@ def wait_for_step(path, step, timeout=120.0, process=None):
 
 
 def inject(root_pid, rank, how):
-    """how: 'kill' (SIGKILL) or 'stop' (SIGSTOP). Returns (pid, time.time() of the signal)."""
+    """how: 'kill' (SIGKILL) or 'stop' (SIGSTOP). Returns (pid, time.time() just before the signal: what reacts to
+    it can only log a later time)."""
     pid = rank_pid(root_pid, rank)
+    sent = time.time()
     os.kill(pid, {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}[how])
-    return pid, time.time()
+    return pid, sent
