@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "trainer/checkpoint/sharded_checkpoint.h"
 #include "trainer/io/section_file.h"
@@ -29,14 +30,21 @@ std::string slotPath(const std::string& dir, int rank, int slot) {
   return rankCheckpointDir(dir, rank) + "/slot_" + std::to_string(slot) + ".ckpt";
 }
 
+// The slot's file when it is intact (whole, checksums right), else nothing.
+std::unique_ptr<SectionFile> intactSlot(const std::string& path) {
+  try {
+    auto file = std::make_unique<SectionFile>(path, kRankMagic, kVersion, "megascale rank checkpoint");
+    file->value<int64_t>("step");
+    return file;
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 // The step an intact slot holds, or -1.
 int64_t slotStep(const std::string& path) {
-  try {
-    const SectionFile file(path, kRankMagic, kVersion, "megascale rank checkpoint");
-    return file.value<int64_t>("step");
-  } catch (const std::exception&) {
-    return -1;
-  }
+  const auto file = intactSlot(path);
+  return file ? file->value<int64_t>("step") : -1;
 }
 
 }  // namespace
@@ -69,13 +77,16 @@ std::vector<int64_t> rankCheckpointSteps(const std::string& dir, int rank) {
 }
 
 RankCheckpoint readRankCheckpoint(const std::string& dir, int rank, int64_t step, const std::string& expected_shape) {
-  int slot = 0;
-  while (slot < 2 && slotStep(slotPath(dir, rank, slot)) != step) ++slot;
-  if (slot == 2) {
+  std::unique_ptr<SectionFile> found;  // each slot read once
+  for (int slot = 0; slot < 2 && !found; ++slot) {
+    found = intactSlot(slotPath(dir, rank, slot));
+    if (found && found->value<int64_t>("step") != step) found.reset();
+  }
+  if (!found) {
     throw std::runtime_error("no intact checkpoint of step " + std::to_string(step) + " in " +
                              rankCheckpointDir(dir, rank));
   }
-  const SectionFile file(slotPath(dir, rank, slot), kRankMagic, kVersion, "megascale rank checkpoint");
+  const SectionFile& file = *found;
   checkShape(file, expected_shape);
   RankCheckpoint c;
   c.shape = expected_shape;
