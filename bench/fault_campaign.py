@@ -20,81 +20,26 @@ detection, restart and redone steps.
 Usage: bench/fault_campaign.py BUILD_DIR [--trials N] [--ettr-minutes M] [--fault-every S] [--seed S]
 """
 import argparse
-import datetime
 import os
 import platform
 import random
-import re
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SOURCE, "testbed"))
 import faults  # noqa: E402
+from job_logs import Job, losses, write_text  # noqa: E402
 
 HANG_TIMEOUT = 2.0
 DISK_EVERY = 10
 MODEL = ["--layers", "4", "--d-model", "64", "--heads", "4", "--seq-len", "32", "--batch-size", "16", "--lr", "1e-3",
          "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes", "--tp", "2", "--pp", "2",
          "--micro-batches", "4", "--log-every", "50"]
-
-
-def text_file(path):
-    rng = random.Random(11)
-    words = ("the quick brown fox jumps over a lazy dog while hackers debug programs all night and the machine "
-             "keeps on training through every fault it meets").split()
-    with open(path, "w") as f:
-        f.write(" ".join(rng.choice(words) for _ in range(60000)))
-
-
-class Job:
-    """One megascale-run with its output read line by line, each line's arrival time kept."""
-
-    def __init__(self, argv, env=None):
-        self.lines = []  # (time.time(), stream, text)
-        self.lock = threading.Lock()
-        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        env=dict(os.environ, **(env or {})))
-        self.threads = [threading.Thread(target=self._read, args=(s, n), daemon=True)
-                        for s, n in ((self.process.stdout, "out"), (self.process.stderr, "err"))]
-        for t in self.threads:
-            t.start()
-
-    def _read(self, stream, name):
-        for line in stream:
-            with self.lock:
-                self.lines.append((time.time(), name, line.rstrip("\n")))
-
-    def driver(self, prefix):
-        """(time the driver wrote it, text) of its decision lines that start with prefix."""
-        out = []
-        with self.lock:
-            for _, stream, text in self.lines:
-                m = re.match(r"megascale-run: \[(\S+)Z\] (.*)$", text)
-                if m and m.group(2).startswith(prefix):
-                    when = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
-                    out.append((when.replace(tzinfo=datetime.timezone.utc).timestamp(), m.group(2)))
-        return out
-
-    def grep(self, pattern):
-        with self.lock:
-            return [(t, m) for t, _, text in self.lines for m in [re.search(pattern, text)] if m]
-
-    def wait(self, timeout):
-        try:
-            self.process.wait(timeout=timeout)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-                self.process.wait()
-        for t in self.threads:
-            t.join(timeout=5)
-        return self.process.returncode
 
 
 def train_command(build, work, data, steps, extra=(), driver=True, memory=True, disk_every=DISK_EVERY):
@@ -106,11 +51,6 @@ def train_command(build, work, data, steps, extra=(), driver=True, memory=True, 
                                 *MODEL, "--steps", str(steps), "--checkpoint-every", str(disk_every),
                                 "--memory-checkpoint-every", "1" if memory else "0",
                                 "--checkpoint-dir", os.path.join(work, "ckpt"), "--csv", os.path.join(work, "steps.csv")]
-
-
-def losses(work):
-    with open(os.path.join(work, "steps.csv")) as f:
-        return [tuple(line.split(",")[:2]) for line in list(f)[1:]]
 
 
 def step_seconds(work):
@@ -347,7 +287,7 @@ def main():
           f"hang timeout {HANG_TIMEOUT} s")
     with tempfile.TemporaryDirectory(prefix="fault-campaign-") as root:
         data = os.path.join(root, "text.txt")
-        text_file(data)
+        write_text(data, words=60000, seed=11)
         if args.cost_pairs > 0:
             checkpoint_cost(args.build, root, args.cost_pairs, 60)
         if not args.skip_campaign:

@@ -83,7 +83,8 @@ const std::vector<Knob>& knobs() {
        "fd:slot of the heartbeat table this rank reports into; set by megascale-run"},
       {"MEGASCALE_MEMORY_CHECKPOINTS", Type::kString, "", "", "bootstrap",
        "a directory in host memory (tmpfs) where ranks checkpoint and megascale-run keeps the checkpoints across "
-       "restarts; set by megascale-run --max-restarts"},
+       "restarts; set by megascale-run --max-restarts. A program keeps rank R's files under rank_RRRRR/ (5 digits): on "
+       "several hosts, megascale-run replicates those to another host"},
       {"MEGASCALE_TEST_CORRUPT_GEMM", Type::kString, "", "", "testing",
        "test-only fault: the rank with this MEGASCALE_RANK gets wrong GEMM results (the self-check must name it)"},
       {"MEGASCALE_RESTART", Type::kInt, "0", "", "bootstrap",

@@ -61,6 +61,9 @@ class Table {
 
   int count() const { return count_; }
   Slot& slot(int index) { return *reinterpret_cast<Slot*>(base_ + static_cast<size_t>(index) * kSlotBytes); }
+  const Slot& slot(int index) const {
+    return *reinterpret_cast<const Slot*>(base_ + static_cast<size_t>(index) * kSlotBytes);
+  }
   /// MEGASCALE_HEARTBEAT's value for the rank that reports into slot `index`: "fd:index".
   std::string environmentValue(int index) const;
   /// Zeroes every slot (before a restart's ranks start).

@@ -28,6 +28,8 @@ const char* faultKindName(Fault::Kind kind) {
       return "hang";
     case Fault::Kind::kTransportErrors:
       return "transport errors";
+    case Fault::Kind::kHostLost:
+      return "lost host";
   }
   return "fault";
 }

@@ -34,11 +34,12 @@ struct RankSample {
   uint64_t progress = 0;       // heartbeats + finished operations: moves while the rank makes progress
   bool in_collective = false;  // issued operations that have not finished
   uint64_t transport_errors = 0;
+  uint64_t beats = 0;  // heartbeats sent: 2 means a restarted trainer completed its first step
   std::string where;  // "step 12 forward, all_reduce #40 of dp" (for the report)
 };
 
 struct Fault {
-  enum class Kind { kExited, kHang, kTransportErrors };
+  enum class Kind { kExited, kHang, kTransportErrors, kHostLost };
   Kind kind;
   std::vector<int> ranks;  // the suspects, lowest first
   std::string reason;      // "was killed by signal 9 (Killed)", ...

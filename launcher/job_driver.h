@@ -49,12 +49,6 @@ class JobDriver {
   enum class Ending { kDone, kFault, kSignal };
   struct Attempt;
   Ending runAttempt(Attempt& attempt, volatile int* forward_signal, DriverResult& result);
-  std::vector<RankSample> sample(Attempt& attempt) const;
-  /// The launcher's variables for the rank at `local`, under the job id + job_suffix.
-  std::map<std::string, std::string> rankEnvironment(const std::string& job_suffix, int local) const;
-  /// Runs the self-check program on this host's ranks; true when every rank exits 0 in time.
-  bool selfCheckPasses(int number);
-  void logLine(const char* format, ...) __attribute__((format(printf, 2, 3)));
 
   DriverOptions options_;
   std::FILE* log_;

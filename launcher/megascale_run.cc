@@ -1,7 +1,8 @@
 // megascale-run: starts N local ranks of a program with MEGASCALE_* set, serving the job's store itself
 // unless --store names one, and drives them (launcher/job_driver.h): faults detected, ranks restarted. On several
 // hosts, run it once per host with --world-size and --rank-offset (for example from srun or mpirun, one task per host)
-// and a shared --store.
+// and a shared --store; with --max-restarts or --spare-hosts the hosts' megascale-run become executors that one
+// of them drives through the store (launcher/host_executor.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "collectives/bootstrap/unique_id.h"
 #include "common/config.h"
 #include "common/crypto.h"
+#include "launcher/host_executor.h"
 #include "launcher/job_driver.h"
 #include "launcher/print_topology.h"
 
@@ -40,8 +42,13 @@ void usage(FILE* out) {
       "  --heartbeat-ms MS    how often the ranks' heartbeats are read (default 500)\n"
       "  --hang-timeout S     a rank that makes no progress for S seconds while others wait hangs (default 0:\n"
       "                       not watched)\n"
-      "  --self-check         after a fault, run megascale-selfcheck on this host's ranks before restarting;\n"
+      "  --self-check         after a fault, run megascale-selfcheck on each host's ranks before restarting;\n"
       "                       a host that fails it is evicted (with no spare host, the job stops)\n"
+      "  --spare-hosts K      across hosts: K more hosts' megascale-run join as spares (without --rank-offset,\n"
+      "                       hosts take slots in the order they join); an evicted host's slot goes to a spare\n"
+      "  --host-timeout S     across hosts with restarts: a host whose megascale-run is silent for S seconds is\n"
+      "                       lost (its ranks are restarted elsewhere), and a megascale-run that cannot reach the\n"
+      "                       store or the driver for S seconds stops its ranks (default 10)\n"
       "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
       "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
       "                       --store, every host's megascale-run prints the whole cluster\n"
@@ -85,7 +92,9 @@ std::string siblingProgram(const std::string& name) {
 int main(int argc, char** argv) {
   using namespace megascale;
   int nproc = -1, world_size = -1, rank_offset = 0, grace_ms = 3000, max_restarts = 0, heartbeat_ms = 500;
-  double hang_timeout_s = 0;
+  double hang_timeout_s = 0, host_timeout_s = 10;
+  int spare_hosts = 0;
+  bool rank_offset_given = false;
   bool self_check = false;
   std::string store_url, job_id, topology_file = config::getString("MEGASCALE_TOPO_FILE");
   bool print_topology = false;
@@ -105,8 +114,13 @@ int main(int argc, char** argv) {
       store_url = value("--store");
     else if (a == "--world-size")
       world_size = parseCount("--world-size", value("--world-size"), 1);
-    else if (a == "--rank-offset")
+    else if (a == "--rank-offset") {
       rank_offset = parseCount("--rank-offset", value("--rank-offset"), 0);
+      rank_offset_given = true;
+    } else if (a == "--spare-hosts")
+      spare_hosts = parseCount("--spare-hosts", value("--spare-hosts"), 0);
+    else if (a == "--host-timeout")
+      host_timeout_s = parseSeconds("--host-timeout", value("--host-timeout"));
     else if (a == "--job-id")
       job_id = value("--job-id");
     else if (a == "--grace-ms")
@@ -151,9 +165,21 @@ int main(int argc, char** argv) {
                  world_size);
     return 2;
   }
-  if (max_restarts > 0 && world_size != nproc) {
+  // Across hosts, restarts and spares need the hosts' executors to agree through the store.
+  const bool cluster = world_size != nproc && (max_restarts > 0 || spare_hosts > 0);
+  if (cluster && (world_size % nproc != 0 || rank_offset % nproc != 0)) {
     std::fprintf(stderr,
-                 "megascale-run: --max-restarts runs on one host for now; a job across hosts cannot restart yet\n");
+                 "megascale-run: --max-restarts and --spare-hosts across hosts need every host to start the same "
+                 "number of ranks: --world-size %d and --rank-offset %d must be multiples of -n %d\n",
+                 world_size, rank_offset, nproc);
+    return 2;
+  }
+  if (spare_hosts > 0 && world_size == nproc) {
+    std::fprintf(stderr, "megascale-run: --spare-hosts needs a job across hosts (--world-size and --store)\n");
+    return 2;
+  }
+  if (cluster && host_timeout_s < 0.001) {
+    std::fprintf(stderr, "megascale-run: --host-timeout must be > 0\n");
     return 2;
   }
   std::unique_ptr<TcpStoreServer> server;
@@ -204,6 +230,31 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+
+  if (cluster) {
+    launcher::ExecutorOptions executor;
+    launcher::ClusterOptions& c = executor.cluster;
+    c.nproc = nproc;
+    c.world_size = world_size;
+    c.spare_hosts = spare_hosts;
+    c.max_restarts = max_restarts;
+    c.self_check = self_check;
+    c.heartbeat = std::chrono::milliseconds(heartbeat_ms);
+    c.hang_timeout = std::chrono::milliseconds(static_cast<int64_t>(hang_timeout_s * 1000));
+    c.host_timeout = std::chrono::milliseconds(static_cast<int64_t>(host_timeout_s * 1000));
+    c.join_timeout = config::timeout();
+    c.stop_timeout = std::chrono::milliseconds(grace_ms);
+    executor.preferred_slot = rank_offset_given ? rank_offset / nproc : -1;
+    executor.program.assign(argv + i, argv + argc);
+    executor.id = id;
+    if (self_check) executor.self_check_program = siblingProgram("megascale-selfcheck");
+    try {
+      return launcher::runHostExecutor(executor, stderr, &g_signal);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "megascale-run: %s\n", e.what());
+      return 1;
+    }
+  }
 
   launcher::DriverOptions driver;
   driver.nproc = nproc;

@@ -9,7 +9,6 @@ passes its self-check before the restart; a rank whose GEMM gives wrong numbers 
 stops (no spare host). A program that always fails is restarted --max-restarts times, then the job
 ends naming it.
 Usage: recovery_test.py MEGASCALE_RUN MEGASCALE_TRAIN SOURCE_DIR"""
-import datetime
 import os
 import random
 import re
@@ -21,6 +20,7 @@ import time
 run_bin, train_bin, source_dir = sys.argv[1:4]
 sys.path.insert(0, os.path.join(source_dir, "testbed"))
 import faults  # noqa: E402
+from job_logs import driver_lines, losses, write_text  # noqa: E402
 
 STEPS = 60
 HANG_TIMEOUT = 2.0
@@ -33,13 +33,6 @@ def check(condition, what):
         failures.append(what)
 
 
-def write_text(path):
-    rng = random.Random(7)
-    words = "the quick brown fox jumps over a lazy dog while hackers debug programs all night".split()
-    with open(path, "w") as f:
-        f.write(" ".join(rng.choice(words) for _ in range(20000)))
-
-
 def command(work, extra=()):
     return [run_bin, "--max-restarts", "2", "--hang-timeout", str(HANG_TIMEOUT), "--heartbeat-ms", "100",
             "--grace-ms", "1000", "-n", "4", *extra, train_bin, "--data", os.path.join(work, "..", "text.txt"),
@@ -47,20 +40,6 @@ def command(work, extra=()):
             "--steps", str(STEPS), "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer",
             "bytes", "--tp", "2", "--micro-batches", "2", "--checkpoint-every", "10", "--log-every", "20",
             "--checkpoint-dir", os.path.join(work, "ckpt"), "--csv", os.path.join(work, "steps.csv")]
-
-
-def losses(work):
-    with open(os.path.join(work, "steps.csv")) as f:
-        return [tuple(line.split(",")[:2]) for line in list(f)[1:]]
-
-
-def driver_lines(stderr):
-    """(time.time() of the line, text) for each of the driver's decision lines."""
-    out = []
-    for m in re.finditer(r"^megascale-run: \[(\S+)Z\] (.*)$", stderr, re.M):
-        when = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
-        out.append((when.timestamp(), m.group(2)))
-    return out
 
 
 def run_with_fault(root, name, how, rank, at_step, reference, extra=()):

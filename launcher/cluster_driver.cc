@@ -1,0 +1,337 @@
+#include "launcher/cluster_driver.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "collectives/bootstrap/store.h"
+#include "common/status.h"
+#include "launcher/executor_protocol.h"
+#include "launcher/fault_detector.h"
+#include "launcher/host_plan.h"
+#include "launcher/rank_watch.h"
+
+namespace megascale::launcher {
+
+namespace {
+
+double secondsSince(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
+
+struct Executor {
+  ExecutorInfo info;
+  ExecutorReport report;
+  Clock::time_point last_heard;  // when its report last moved
+  bool reported = false;
+};
+
+}  // namespace
+
+struct ClusterDriver::State {
+  ClusterOptions options;
+  UniqueId id;
+  std::FILE* log;
+  std::unique_ptr<Store> store;
+  std::vector<Executor> executors;  // by executor number
+  std::set<int> evicted;            // never used again
+  std::vector<int> slots;
+  int64_t messages = 0;
+
+  int hostSlots() const { return options.world_size / options.nproc; }
+
+  void publish(const DriverMessage& message) {
+    store->set(store_keys::message(messages + 1), encodeMessage(message));
+    messages = store->add(store_keys::kMessages, 1);
+  }
+
+  void end(int exit_code, const std::string& summary) {
+    DriverMessage m;
+    m.kind = DriverMessage::Kind::kEnd;
+    m.exit_code = exit_code;
+    m.summary = summary;
+    publish(m);
+  }
+
+  // "host h2 (executor 3)".
+  std::string host(int executor) const {
+    return "host " + executors[static_cast<size_t>(executor)].info.host + " (executor " + std::to_string(executor) +
+           ")";
+  }
+  std::string hostOfRank(int rank) const { return host(slots[static_cast<size_t>(rank / options.nproc)]); }
+
+  // Reads new executors' infos and every executor's report; a report that moved is news of the executor.
+  void refresh() {
+    store->add(store_keys::kDriverBeat, 1);
+    const int64_t joined = store->add(store_keys::kJoined, 0);
+    std::vector<std::string> keys;
+    for (int64_t k = static_cast<int64_t>(executors.size()); k < joined; ++k) keys.push_back(store_keys::info(static_cast<int>(k)));
+    const std::vector<std::string> infos = store->multiGet(keys, options.host_timeout);
+    for (size_t i = 0; i < infos.size(); ++i) {
+      Executor e;
+      e.info = decodeExecutorInfo(infos[i], keys[i]);
+      e.last_heard = Clock::now();
+      const int number = static_cast<int>(executors.size());
+      if (e.info.nproc != options.nproc) {
+        logLine(log, "refusing executor %d on host %s: it starts %d ranks, the job's hosts start %d", number,
+                e.info.host.c_str(), e.info.nproc, options.nproc);
+        evicted.insert(number);
+      } else if (!slots.empty()) {
+        logLine(log, "host %s (executor %d) joined: a spare host", e.info.host.c_str(), number);
+      }
+      executors.push_back(std::move(e));
+    }
+    keys.clear();
+    for (size_t k = 0; k < executors.size(); ++k) keys.push_back(store_keys::beat(static_cast<int>(k)));
+    const std::vector<std::string> beats = store->multiGet(keys, options.host_timeout);
+    const auto now = Clock::now();
+    for (size_t k = 0; k < beats.size(); ++k) {
+      Executor& e = executors[k];
+      try {
+        ExecutorReport r = decodeReport(beats[k], keys[k]);
+        if (!e.reported || r.seq != e.report.seq) e.last_heard = now;
+        e.report = std::move(r);
+        e.reported = true;
+      } catch (const Error& error) {
+        if (evicted.insert(static_cast<int>(k)).second) logLine(log, "evicting %s: %s", host(static_cast<int>(k)).c_str(), error.what());
+      }
+    }
+  }
+
+  bool silent(int executor) const {
+    return Clock::now() - executors[static_cast<size_t>(executor)].last_heard > options.host_timeout;
+  }
+
+  // Every rank of the job, as its executor last reported it for this attempt (a placeholder until it has).
+  std::vector<RankSample> samples(int attempt) const {
+    std::vector<RankSample> all(static_cast<size_t>(options.world_size));
+    for (size_t r = 0; r < all.size(); ++r) all[r].rank = static_cast<int>(r);
+    for (int e : slots) {
+      const ExecutorReport& report = executors[static_cast<size_t>(e)].report;
+      if (report.attempt != attempt) continue;
+      for (const RankSample& s : report.ranks) {
+        if (s.rank >= 0 && s.rank < options.world_size) all[static_cast<size_t>(s.rank)] = s;
+      }
+    }
+    return all;
+  }
+
+  void waitForExecutors() {
+    const int needed = hostSlots() + options.spare_hosts;
+    const auto start = Clock::now();
+    while (true) {
+      refresh();
+      if (static_cast<int>(executors.size()) >= needed) return;
+      if (Clock::now() - start > options.join_timeout) {
+        throw Error(ErrorCode::kTimeout, "the job's driver: " + std::to_string(executors.size()) + " of " +
+                                             std::to_string(needed) + " executors joined within " +
+                                             std::to_string(options.join_timeout.count() / 1000) + " s");
+      }
+      std::this_thread::sleep_for(options.heartbeat);
+    }
+  }
+
+  void startAttempt(int attempt, const HostPlan& plan) {
+    slots = plan.slots;
+    DriverMessage m;
+    m.attempt = attempt;
+    m.slots = plan.slots;
+    m.replica_sources = plan.replica_sources;
+    publish(m);
+  }
+
+  // Tells every executor to stop (and self-check); returns the executors that did not answer in time.
+  std::set<int> stopAll(int attempt, const std::vector<int>& kill) {
+    DriverMessage m;
+    m.kind = DriverMessage::Kind::kStop;
+    m.attempt = attempt;
+    m.kill = kill;
+    m.self_check = options.self_check;
+    publish(m);
+    const auto start = Clock::now();
+    const auto limit = options.stop_timeout + options.host_timeout +
+                       (options.self_check ? options.self_check_timeout : std::chrono::milliseconds(0));
+    std::set<int> waiting, lost;
+    for (size_t e = 0; e < executors.size(); ++e) {
+      if (evicted.count(static_cast<int>(e)) == 0) waiting.insert(static_cast<int>(e));
+    }
+    while (!waiting.empty() && Clock::now() - start < limit) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      refresh();
+      std::erase_if(waiting, [&](int e) {
+        const ExecutorReport& r = executors[static_cast<size_t>(e)].report;
+        return r.attempt == attempt && r.state == ExecutorReport::State::kStopped;
+      });
+      // One that stopped answering before the stop will not answer it.
+      std::erase_if(waiting, [&](int e) { return silent(e) && lost.insert(e).second; });
+    }
+    lost.insert(waiting.begin(), waiting.end());
+    logLine(log, "stopped the ranks of every answering host in %.2f s%s", secondsSince(start),
+            lost.empty() ? "" : "; some hosts did not answer");
+    return lost;
+  }
+
+  // Ranks fail fast when a host dies (their connections to it break), long before the host's executor has been
+  // silent for the host timeout. So before a fault is named, every executor of the job must report once more:
+  // one that does not within a few heartbeats is waited for until it answers (the fault stands as detected) or
+  // is lost (the host is the culprit). Costs a live job one heartbeat.
+  std::optional<int> quietHostLost() {
+    std::map<int, uint64_t> seq_at_fault;
+    for (int e : slots) seq_at_fault[e] = executors[static_cast<size_t>(e)].report.seq;
+    while (true) {
+      std::this_thread::sleep_for(options.heartbeat / 2);
+      refresh();
+      std::optional<int> waiting;
+      for (int e : slots) {
+        if (executors[static_cast<size_t>(e)].report.seq == seq_at_fault[e]) waiting = e;
+      }
+      if (!waiting) return std::nullopt;
+      if (silent(*waiting)) return waiting;
+    }
+  }
+
+  // The ranks of an executor that stopped answering, as a fault.
+  Fault hostLost(int executor) const {
+    const int slot = static_cast<int>(std::find(slots.begin(), slots.end(), executor) - slots.begin());
+    Fault fault{Fault::Kind::kHostLost, {}, "", 1};
+    for (int r = slot * options.nproc; r < (slot + 1) * options.nproc; ++r) fault.ranks.push_back(r);
+    char text[256];
+    std::snprintf(text, sizeof(text), "whose executor stopped answering %.1f s ago",
+                  secondsSince(executors[static_cast<size_t>(executor)].last_heard));
+    fault.reason = text;
+    return fault;
+  }
+};
+
+ClusterDriver::ClusterDriver(ClusterOptions options, UniqueId id, std::FILE* log) : state_(std::make_unique<State>()) {
+  state_->options = options;
+  state_->id = std::move(id);
+  state_->log = log;
+  thread_ = std::thread([this] { run(); });
+}
+
+ClusterDriver::~ClusterDriver() { thread_.join(); }
+
+bool ClusterDriver::finished(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return ended_.wait_for(lock, limit, [&] { return finished_; });
+}
+
+void ClusterDriver::run() {
+  drive();
+  std::lock_guard<std::mutex> lock(mutex_);
+  finished_ = true;
+  ended_.notify_all();
+}
+
+void ClusterDriver::drive() {
+  State& s = *state_;
+  const ClusterOptions& o = s.options;
+  try {
+    s.store = connectStore(s.id, "the job's driver", o.join_timeout);
+    s.waitForExecutors();
+    std::vector<int> preferred;
+    for (const Executor& e : s.executors) preferred.push_back(e.info.preferred_slot);
+    HostPlan plan = firstPlan(s.hostSlots(), preferred);
+    if (!plan.problem.empty()) throw Error(ErrorCode::kInvalidArgument, "the job's driver: " + plan.problem);
+    std::string layout;
+    for (size_t slot = 0; slot < plan.slots.size(); ++slot) {
+      layout += (layout.empty() ? "" : ", ") + std::string("ranks ") + std::to_string(slot * o.nproc) + "-" +
+                std::to_string((slot + 1) * o.nproc - 1) + " on " + s.host(plan.slots[slot]);
+    }
+    logLine(s.log, "driving the job: %zu executors joined; %s; %zu spare host(s)", s.executors.size(),
+            layout.c_str(), s.executors.size() - plan.slots.size());
+    s.startAttempt(0, plan);
+    std::optional<Clock::time_point> fault_detected;
+    for (int attempt = 0;; ++attempt) {
+      FaultDetector detector(o.hang_timeout, o.heartbeat);
+      bool recovered = !fault_detected.has_value();
+      std::optional<Fault> fault;
+      while (!fault) {
+        std::this_thread::sleep_for(o.heartbeat);
+        s.refresh();
+        bool all_done = true;
+        for (int e : s.slots) {
+          const ExecutorReport& r = s.executors[static_cast<size_t>(e)].report;
+          if (r.state == ExecutorReport::State::kSignal) {
+            logLine(s.log, "%s received signal %d: ending the job", s.host(e).c_str(), r.signal);
+            s.end(128 + r.signal, s.host(e) + " received signal " + std::to_string(r.signal));
+            return;
+          }
+          all_done = all_done && r.attempt == attempt && r.state == ExecutorReport::State::kDone;
+          if (s.silent(e) || s.evicted.count(e) > 0) {
+            fault = s.hostLost(e);
+            break;
+          }
+        }
+        if (all_done) {
+          logLine(s.log, "the job finished: every rank exited 0");
+          s.end(0, "");
+          return;
+        }
+        const std::vector<RankSample> samples = s.samples(attempt);
+        if (!fault) fault = detector.observe(Clock::now(), samples);
+        if (!fault && !recovered) {
+          recovered = std::all_of(samples.begin(), samples.end(), [](const RankSample& r) { return r.beats >= 2; });
+          if (recovered) {
+            logLine(s.log, "recovered: every rank completed a step after restart %d, %.2f s after the fault was detected",
+                    attempt, secondsSince(*fault_detected));
+          }
+        }
+      }
+      if (fault->kind != Fault::Kind::kHostLost) {
+        if (std::optional<int> lost = s.quietHostLost()) fault = s.hostLost(*lost);
+      }
+      fault_detected = Clock::now();
+      const int first = fault->ranks.front();
+      const std::string culprit = std::string(fault->ranks.size() > 1 ? "ranks " : "rank ") + rankList(fault->ranks) +
+                                  " (" + s.hostOfRank(first) + ") " + fault->reason;
+      logLine(s.log, "detected %s: %s; rank %d's last report: %s", faultKindName(fault->kind), culprit.c_str(), first,
+              s.samples(attempt)[static_cast<size_t>(first)].where.c_str());
+      std::vector<int> kill;
+      if (fault->kind == Fault::Kind::kHang) kill = fault->ranks;
+      std::set<int> lost = s.stopAll(attempt, kill);
+      std::set<int> failed;
+      for (size_t e = 0; e < s.executors.size(); ++e) {
+        const ExecutorReport& r = s.executors[e].report;
+        if (lost.count(static_cast<int>(e)) == 0 && r.attempt == attempt && r.self_check == ExecutorReport::Check::kFailed) {
+          failed.insert(static_cast<int>(e));
+        }
+      }
+      for (int e : lost) logLine(s.log, "evicting %s: it did not answer the stop", s.host(e).c_str());
+      for (int e : failed) logLine(s.log, "evicting %s: it failed its self-check", s.host(e).c_str());
+      s.evicted.insert(lost.begin(), lost.end());
+      s.evicted.insert(failed.begin(), failed.end());
+      if (attempt >= o.max_restarts) {
+        logLine(s.log, "giving up: %d restart(s) used of --max-restarts %d", attempt, o.max_restarts);
+        s.end(fault->exit_code, culprit);
+        return;
+      }
+      std::vector<int> spares;
+      for (size_t e = 0; e < s.executors.size(); ++e) {
+        const int n = static_cast<int>(e);
+        if (s.evicted.count(n) == 0 && std::find(s.slots.begin(), s.slots.end(), n) == s.slots.end()) spares.push_back(n);
+      }
+      plan = replan(s.slots, s.evicted, spares, o.nproc);
+      if (!plan.problem.empty()) {
+        logLine(s.log, "cannot restart: %s; stopping the job", plan.problem.c_str());
+        s.end(fault->exit_code, culprit + "; then " + plan.problem);
+        return;
+      }
+      for (const std::string& change : plan.changes) logLine(s.log, "%s", change.c_str());
+      logLine(s.log, "restart %d of %d: starting all %d ranks again on %zu hosts", attempt + 1, o.max_restarts,
+              o.world_size, plan.slots.size());
+      s.startAttempt(attempt + 1, plan);
+    }
+  } catch (const std::exception& e) {
+    logLine(s.log, "the job's driver failed: %s; ending the job", e.what());
+    try {
+      if (s.store) s.end(1, std::string("the job's driver failed: ") + e.what());
+    } catch (const std::exception&) {
+      // The executors notice the driver's silence and stop their ranks themselves.
+    }
+  }
+}
+
+}  // namespace megascale::launcher

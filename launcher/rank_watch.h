@@ -1,0 +1,48 @@
+// What an executor knows of the ranks it started on its host: each process (running, how it ended, stopped by
+// the kernel) and its heartbeat slot, as the RankSamples the fault detector reads; their environment; the
+// self-check run on them; the driver's log lines.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectives/bootstrap/unique_id.h"
+#include "launcher/fault_detector.h"
+
+namespace megascale::heartbeat {
+class Table;
+}
+
+namespace megascale::launcher {
+
+class ProcessGroup;
+
+/// Every rank of the group, with the heartbeat slot of the same index.
+std::vector<RankSample> sampleRanks(const ProcessGroup& group, const heartbeat::Table& table);
+
+/// "1, 2, 5".
+std::string rankList(const std::vector<int>& ranks);
+
+/// Where this host's ranks sit in the job.
+struct HostRanks {
+  int nproc = 1;
+  int world_size = 1;
+  int rank_offset = 0;
+};
+
+/// The launcher's variables for the rank at `local`: the unique id (its job id + job_suffix), rank, sizes.
+std::map<std::string, std::string> rankEnvironment(const UniqueId& id, const std::string& job_suffix,
+                                                   const HostRanks& ranks, int local);
+
+/// One line of the driver's log, ISO-timestamped: "megascale-run: [2026-11-27T01:02:03.456Z] text".
+void logLine(std::FILE* log, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+/// Runs `program` (megascale-selfcheck) on this host's `nproc` ranks as a job of their own under
+/// `id.job_id`, and logs the outcome; true when every rank exits 0 within `timeout`.
+bool selfCheckPasses(const std::string& program, const UniqueId& id, int nproc, std::chrono::milliseconds timeout,
+                     std::FILE* log);
+
+}  // namespace megascale::launcher

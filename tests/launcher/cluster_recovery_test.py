@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""megascale-run across hosts: each host's megascale-run is an executor, the first to join also drives the job, and
+they talk only through the job's store. A real training job (tp2 x dp2, a checkpoint in host memory every step) runs
+on two host slots of 2 ranks each, with a third host as a spare.
+loopback (any user): the hosts are megascale-run processes with host names of their own, on 127.0.0.1.
+  1. fault-free: the reference losses;
+  2. a rank killed: detected and named with its host, every rank restarted on the same hosts;
+  3. a whole host lost (its megascale-run and its ranks killed): the driver evicts it, the spare takes its slot
+     with the slot's checkpoints fetched from their replica on another host, and the ranks resume from host memory.
+emulated (root): the hosts are network namespaces of testbed/emulated_cluster.sh, the store on host 0.
+  4. host 1's cable pulled for 2 s: ridden out, no restart;
+  5. host 1's cable pulled for longer than --host-timeout: its executor stops its ranks and leaves (fenced), the
+     driver evicts it, the spare takes over from the replica.
+In every case the job finishes and its losses equal the fault-free run's bit for bit.
+Usage: cluster_recovery_test.py MEGASCALE_RUN MEGASCALE_STORE MEGASCALE_TRAIN SOURCE_DIR loopback|emulated"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+run_bin, store_bin, train_bin, source_dir, mode = sys.argv[1:6]
+sys.path.insert(0, os.path.join(source_dir, "testbed"))
+import faults  # noqa: E402
+from job_logs import Job, losses, write_text  # noqa: E402
+
+STEPS = 50
+HEARTBEAT_MS = 100
+HOST_TIMEOUT = 5.0
+HANG_TIMEOUT = 10.0
+SECRET = "0123456789abcdef0123456789abcdef"
+TAG = f"cr{os.getpid() % 100000}"
+failures = []
+
+
+def check(condition, what):
+    print(("ok:   " if condition else "FAIL: ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+
+
+def emu(commands):
+    """Runs testbed/emulated_cluster.sh's functions on this test's cluster."""
+    script = (f"EMU_TAG={TAG} EMU_PERSIST=1; source {source_dir}/testbed/emulated_cluster.sh; EMU_HOSTS=3; "
+              f"{commands}")
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True).returncode == 0
+
+
+def on_host(i, argv):
+    name = f"{TAG}h{i}" if mode == "emulated" else f"host{i}"
+    prefix = ["ip", "netns", "exec", name] if mode == "emulated" else []
+    return prefix + ["env", f"MEGASCALE_HOST_NAME={name}"] + argv
+
+
+STORE_ADDRESS = "10.214.0.1" if mode == "emulated" else "127.0.0.1"
+STORE_PORT = 29000 + os.getpid() % 1000
+
+
+def start_hosts(work, job_id):
+    """Host 0 and 1 run slots 0 and 1 (ranks 0-1, 2-3), host 2 joins as the spare; returns their Jobs."""
+    train = [train_bin, "--data", os.path.join(work, "..", "text.txt"), "--layers", "4", "--d-model", "32",
+             "--heads", "4", "--seq-len", "16", "--batch-size", "8", "--steps", str(STEPS), "--lr", "1e-3",
+             "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes", "--tp", "2", "--micro-batches",
+             "2", "--checkpoint-every", "10", "--log-every", "20", "--checkpoint-dir", os.path.join(work, "ckpt"),
+             "--csv", os.path.join(work, "steps.csv")]
+    jobs = []
+    for i in range(3):
+        place = ["--rank-offset", str(2 * i)] if i < 2 else []
+        run = [run_bin, "--store", f"tcp://{STORE_ADDRESS}:{STORE_PORT}", "--job-id", job_id, "--world-size", "4",
+               "-n", "2", *place, "--spare-hosts", "1", "--max-restarts", "2", "--heartbeat-ms", str(HEARTBEAT_MS),
+               "--hang-timeout", str(HANG_TIMEOUT), "--host-timeout", str(HOST_TIMEOUT), "--grace-ms", "1000"]
+        jobs.append(Job(on_host(i, run + train), env={"MEGASCALE_JOB_SECRET": SECRET, "MEGASCALE_TIMEOUT_MS": "60000"}))
+        time.sleep(0.2)  # host 0 joins first: it drives
+    return jobs
+
+
+def finish(jobs, name):
+    codes = [job.wait(180) for job in jobs]
+    print(f"--- {name}: exit codes {codes}")
+    for t, text in jobs[0].driver(""):
+        print("    host 0:", text)
+    for i in (1, 2):
+        for t, text in jobs[i].driver(""):
+            print(f"    host {i}:", text)
+    return codes
+
+
+def run_case(root, name, reference, fault):
+    """Runs the job, calls fault(jobs, work) once it is under way, and checks what every case shares."""
+    work = os.path.join(root, name)
+    os.makedirs(work)
+    jobs = start_hosts(work, f"{TAG}-{name}")
+    try:
+        faults.wait_for_step(os.path.join(work, "steps.csv"), 12, process=jobs[0].process)
+        fault(jobs, work)
+    finally:
+        codes = finish(jobs, name)
+    check(codes[0] == 0, f"{name}: the job finished on the driver's host (exit {codes[0]})")
+    got = losses(work)
+    check(got == reference, f"{name}: losses equal the fault-free run's bit for bit ({len(got)} steps)")
+    return jobs, codes
+
+
+def resumed_from_memory(job):
+    m = re.search(r"resumed from (\S+) \(each rank's own checkpoint\) at step (\d+)", job.text("out"))
+    return m is not None and "/megascale-" in m.group(1)
+
+
+def loopback_cases(root, reference):
+    def kill_rank(jobs, work):
+        faults.inject(jobs[1].process.pid, 3, "kill")
+
+    jobs, codes = run_case(root, "rank_killed", reference, kill_rank)
+    detected = jobs[0].driver("detected")
+    check(len(detected) == 1 and detected[0][1].startswith("detected rank ended: rank 3 (host host1 (executor 1))"),
+          f"rank_killed: the driver names rank 3 and its host: {detected}")
+    check(jobs[0].driver("restart 1 of 2") != [] and jobs[0].driver("recovered") != [],
+          "rank_killed: every rank restarted and the driver saw them recover")
+    check(codes == [0, 0, 0], f"rank_killed: every host's megascale-run exits 0: {codes}")
+    check(resumed_from_memory(jobs[0]), "rank_killed: the ranks resumed from host memory")
+
+    def lose_host(jobs, work):
+        faults.wait_for_step(os.path.join(work, "steps.csv"), 14, process=jobs[0].process)  # replicas reach host 0
+        os.kill(jobs[1].process.pid, signal.SIGKILL)
+
+    jobs, codes = run_case(root, "host_lost", reference, lose_host)
+    check(codes[2] == 0, f"host_lost: the spare host finished the job (exit {codes[2]})")
+    check(any("(host host1 (executor 1))" in text for _, text in jobs[0].driver("detected")),
+          f"host_lost: the fault is on host1: {jobs[0].driver('detected')}")
+    check(jobs[0].driver("evicting host host1 (executor 1)") != [], "host_lost: host1 evicted")
+    check(jobs[0].driver("slot 1 (ranks 2-3): spare executor 2 replaces executor 1, with the checkpoints "
+                         "replicated to executor 0") != [], "host_lost: the spare takes slot 1")
+    check(jobs[2].driver("took over slot 1 (ranks 2-3): fetched their checkpoints") != [],
+          "host_lost: the spare fetched the slot's checkpoints from the replica")
+    check(resumed_from_memory(jobs[0]), "host_lost: every rank resumed from host memory (no disk read)")
+
+
+def emulated_cases(root, reference):
+    def flap(jobs, work):
+        emu("link_down 1")
+        time.sleep(2.0)
+        emu("link_up 1")
+
+    jobs, codes = run_case(root, "flap_2s", reference, flap)
+    check(jobs[0].driver("detected") == [], f"flap_2s: ridden out, nothing detected: {jobs[0].driver('detected')}")
+    check(codes == [0, 0, 0], f"flap_2s: every host's megascale-run exits 0: {codes}")
+
+    def long_cut(jobs, work):
+        faults.wait_for_step(os.path.join(work, "steps.csv"), 14, process=jobs[0].process)  # replicas reach host 0
+        emu("link_down 1")
+        time.sleep(HOST_TIMEOUT + 4)
+        emu("link_up 1")
+
+    jobs, codes = run_case(root, "cut_long", reference, long_cut)
+    check(codes[1] == 1 and jobs[1].driver("cannot reach the job's store") != [],
+          f"cut_long: host 1's executor fenced itself (exit {codes[1]})")
+    check(jobs[0].driver(f"evicting host {TAG}h1 (executor 1)") != [], "cut_long: host 1 evicted")
+    check(jobs[2].driver("took over slot 1 (ranks 2-3): fetched their checkpoints") != [],
+          "cut_long: the spare fetched the slot's checkpoints from the replica")
+    check(codes[2] == 0, f"cut_long: the spare host finished the job (exit {codes[2]})")
+
+
+def main():
+    if mode == "emulated":
+        if os.geteuid() != 0:
+            print("SKIPPED: the emulated cluster needs root")
+            return 0
+        if not emu("cluster_up 3"):
+            print("FAILED: cannot make the emulated cluster")
+            return 1
+    store = subprocess.Popen(on_host(0, [store_bin, "--host", STORE_ADDRESS, "--port", str(STORE_PORT)]),
+                             stdout=subprocess.DEVNULL, env=dict(os.environ, MEGASCALE_JOB_SECRET=SECRET))
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            write_text(os.path.join(root, "text.txt"))
+            clean = os.path.join(root, "clean")
+            os.makedirs(clean)
+            jobs = start_hosts(clean, f"{TAG}-clean")
+            codes = finish(jobs, "clean")
+            reference = losses(clean)
+            check(codes == [0, 0, 0] and len(reference) == STEPS,
+                  f"the fault-free run finished on every host ({codes}, {len(reference)} steps)")
+            check(jobs[0].driver("detected") == [], "the fault-free run saw no fault")
+            (emulated_cases if mode == "emulated" else loopback_cases)(root, reference)
+    finally:
+        store.kill()
+        store.wait()
+        if mode == "emulated":
+            emu("cluster_down")
+    print(f"{len(failures)} failed" if failures else "PASSED")
+    return 1 if failures else 0
+
+
+sys.exit(main())
