@@ -42,8 +42,10 @@ std::string rankDir(int rank) {
 // the driver's messages. The main loop judges from lastContact() whether the store is still reachable.
 class Reporter {
  public:
-  Reporter(UniqueId id, int executor, std::chrono::milliseconds heartbeat, std::FILE* log)
-      : id_(std::move(id)), executor_(executor), heartbeat_(heartbeat), log_(log) {
+  /// Reads the driver's messages from number `first_message` + 1 on: an executor that joins a running job as a
+  /// spare has no business with the orders given before it came.
+  Reporter(UniqueId id, int executor, int64_t first_message, std::chrono::milliseconds heartbeat, std::FILE* log)
+      : id_(std::move(id)), executor_(executor), first_message_(first_message), heartbeat_(heartbeat), log_(log) {
     last_contact_ = last_driver_beat_ = Clock::now().time_since_epoch().count();
     thread_ = std::thread([this] { loop(); });
   }
@@ -82,7 +84,7 @@ class Reporter {
   void loop() {
     std::unique_ptr<Store> store;
     uint64_t seq = 0;
-    int64_t read = 0;
+    int64_t read = first_message_;
     int64_t driver_beat = -1;
     bool failing = false;
     std::unique_lock<std::mutex> lock(mutex_);
@@ -96,10 +98,11 @@ class Reporter {
         store->set(store_keys::beat(executor_), encodeReport(report));
         std::vector<DriverMessage> fresh;
         const int64_t published = store->add(store_keys::kMessages, 0);
-        for (; read < published; ++read) {
-          const std::string key = store_keys::message(read + 1);
+        for (int64_t next = read; next < published; ++next) {
+          const std::string key = store_keys::message(next + 1);
           fresh.push_back(decodeMessage(store->get(key, heartbeat_ * 4), key));
         }
+        read = std::max(read, published);
         const int64_t beat = store->add(store_keys::kDriverBeat, 0);
         const auto now = Clock::now().time_since_epoch().count();
         if (beat != driver_beat) last_driver_beat_ = now;
@@ -113,7 +116,7 @@ class Reporter {
       } catch (const Error& e) {
         if (!failing) logLine(log_, "cannot reach the job's store (%s); retrying", e.what());
         failing = true;
-        if (e.code() != ErrorCode::kTimeout) store.reset();
+        store.reset();  // a reply that comes late must not be taken for the next request's
         lock.lock();
       }
       wake_.notify_all();
@@ -123,6 +126,7 @@ class Reporter {
 
   UniqueId id_;
   int executor_;
+  int64_t first_message_;
   std::chrono::milliseconds heartbeat_;
   std::FILE* log_;
   std::mutex mutex_;
@@ -215,9 +219,15 @@ class HostExecutor {
   void stopRanks();
   [[noreturn]] void fence(const std::string& why);
   int slotOf(const std::vector<int>& slots) const;
-  ExecutorInfo infoOf(int executor) const {
+  // Another executor's info, on this loop's own store connection (idle for long stretches: made again if it broke).
+  ExecutorInfo infoOf(int executor) {
     const std::string key = store_keys::info(executor);
-    return decodeExecutorInfo(store_->get(key, c_.host_timeout), key);
+    try {
+      return decodeExecutorInfo(store_->get(key, c_.host_timeout), key);
+    } catch (const Error&) {
+      store_ = connectStore(o_.id, "the executor on host " + host_, c_.host_timeout);
+      return decodeExecutorInfo(store_->get(key, c_.host_timeout), key);
+    }
   }
 
   const ExecutorOptions& o_;
@@ -351,7 +361,7 @@ int HostExecutor::run(volatile int* forward_signal) {
   if (executor_ == 0) driver = std::make_unique<ClusterDriver>(c_, o_.id, log_);
   table_ = std::make_unique<heartbeat::Table>(c_.nproc);
   replicator_ = std::make_unique<Replicator>(memory_->path(), o_.id.secret, c_.heartbeat, log_);
-  Reporter reporter(o_.id, executor_, c_.heartbeat, log_);
+  Reporter reporter(o_.id, executor_, store_->add(store_keys::kMessages, 0), c_.heartbeat, log_);
   auto next_sample = Clock::now();
   while (true) {
     if (group_ && group_->alive() > 0) {

@@ -32,15 +32,23 @@ def _environment(pid):
     return dict(item.decode(errors="replace").split("=", 1) for item in items if b"=" in item)
 
 
+def find_rank(root_pid, rank):
+    """The pid of `rank` among the processes under root_pid (a megascale-run or its parent), or None: the first
+    process going down from root_pid whose MEGASCALE_RANK is rank (a rank's own children, which inherit the
+    variable, come after it)."""
+    for pid in _descendants(root_pid):
+        if _environment(pid).get("MEGASCALE_RANK") == str(rank):
+            return pid
+    return None
+
+
 def rank_pid(root_pid, rank, timeout=30.0):
-    """The pid of `rank` among the processes under root_pid (a megascale-run or its parent): the first process
-    going down from root_pid whose MEGASCALE_RANK is rank (a rank's own children, which inherit the variable,
-    come after it)."""
+    """find_rank, waiting up to `timeout` for the rank to appear."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in _descendants(root_pid):
-            if _environment(pid).get("MEGASCALE_RANK") == str(rank):
-                return pid
+        pid = find_rank(root_pid, rank)
+        if pid is not None:
+            return pid
         time.sleep(0.01)
     raise TimeoutError(f"no process of rank {rank} under pid {root_pid} within {timeout} s")
 

@@ -24,6 +24,7 @@ import time
 run_bin, store_bin, train_bin, source_dir, mode = sys.argv[1:6]
 sys.path.insert(0, os.path.join(source_dir, "testbed"))
 import faults  # noqa: E402
+from emulated_cluster import EmulatedCluster, unavailable_reason  # noqa: E402
 from job_logs import Job, losses, write_text  # noqa: E402
 
 STEPS = 50
@@ -41,20 +42,16 @@ def check(condition, what):
         failures.append(what)
 
 
-def emu(commands):
-    """Runs testbed/emulated_cluster.sh's functions on this test's cluster."""
-    script = (f"EMU_TAG={TAG} EMU_PERSIST=1; source {source_dir}/testbed/emulated_cluster.sh; EMU_HOSTS=3; "
-              f"{commands}")
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True).returncode == 0
+CLUSTER = EmulatedCluster(TAG, 3)
 
 
 def on_host(i, argv):
-    name = f"{TAG}h{i}" if mode == "emulated" else f"host{i}"
-    prefix = ["ip", "netns", "exec", name] if mode == "emulated" else []
-    return prefix + ["env", f"MEGASCALE_HOST_NAME={name}"] + argv
+    if mode == "emulated":
+        return CLUSTER.on(i, argv)
+    return ["env", f"MEGASCALE_HOST_NAME=host{i}"] + argv
 
 
-STORE_ADDRESS = "10.214.0.1" if mode == "emulated" else "127.0.0.1"
+STORE_ADDRESS = CLUSTER.address(0) if mode == "emulated" else "127.0.0.1"
 STORE_PORT = 29000 + os.getpid() % 1000
 
 
@@ -139,9 +136,9 @@ def loopback_cases(root, reference):
 
 def emulated_cases(root, reference):
     def flap(jobs, work):
-        emu("link_down 1")
+        CLUSTER.link_down(1)
         time.sleep(2.0)
-        emu("link_up 1")
+        CLUSTER.link_up(1)
 
     jobs, codes = run_case(root, "flap_2s", reference, flap)
     check(jobs[0].driver("detected") == [], f"flap_2s: ridden out, nothing detected: {jobs[0].driver('detected')}")
@@ -149,14 +146,14 @@ def emulated_cases(root, reference):
 
     def long_cut(jobs, work):
         faults.wait_for_step(os.path.join(work, "steps.csv"), 14, process=jobs[0].process)  # replicas reach host 0
-        emu("link_down 1")
+        CLUSTER.link_down(1)
         time.sleep(HOST_TIMEOUT + 4)
-        emu("link_up 1")
+        CLUSTER.link_up(1)
 
     jobs, codes = run_case(root, "cut_long", reference, long_cut)
     check(codes[1] == 1 and jobs[1].driver("cannot reach the job's store") != [],
           f"cut_long: host 1's executor fenced itself (exit {codes[1]})")
-    check(jobs[0].driver(f"evicting host {TAG}h1 (executor 1)") != [], "cut_long: host 1 evicted")
+    check(jobs[0].driver(f"evicting host {CLUSTER.name(1)} (executor 1)") != [], "cut_long: host 1 evicted")
     check(jobs[2].driver("took over slot 1 (ranks 2-3): fetched their checkpoints") != [],
           "cut_long: the spare fetched the slot's checkpoints from the replica")
     check(codes[2] == 0, f"cut_long: the spare host finished the job (exit {codes[2]})")
@@ -164,10 +161,10 @@ def emulated_cases(root, reference):
 
 def main():
     if mode == "emulated":
-        if os.geteuid() != 0:
-            print("SKIPPED: the emulated cluster needs root")
+        if unavailable_reason():
+            print(f"SKIPPED: {unavailable_reason()}")
             return 0
-        if not emu("cluster_up 3"):
+        if not CLUSTER.up():
             print("FAILED: cannot make the emulated cluster")
             return 1
     store = subprocess.Popen(on_host(0, [store_bin, "--host", STORE_ADDRESS, "--port", str(STORE_PORT)]),
@@ -188,7 +185,7 @@ def main():
         store.kill()
         store.wait()
         if mode == "emulated":
-            emu("cluster_down")
+            CLUSTER.down()
     print(f"{len(failures)} failed" if failures else "PASSED")
     return 1 if failures else 0
 
