@@ -85,6 +85,9 @@ const std::vector<Knob>& knobs() {
        "a directory in host memory (tmpfs) where ranks checkpoint and megascale-run keeps the checkpoints across "
        "restarts; set by megascale-run --max-restarts. A program keeps rank R's files under rank_RRRRR/ (5 digits): on "
        "several hosts, megascale-run replicates those to another host"},
+      {"MEGASCALE_MEMORY_CHECKPOINT_SLOTS", Type::kInt, "2", "", "bootstrap",
+       "checkpoints each rank keeps in host memory, overwritten in turn (>= 2); megascale-run across hosts sets 4, so "
+       "that a replica on another host may lag 3 steps and still meet the others"},
       {"MEGASCALE_TEST_CORRUPT_GEMM", Type::kString, "", "", "testing",
        "test-only fault: the rank with this MEGASCALE_RANK gets wrong GEMM results (the self-check must name it)"},
       {"MEGASCALE_RESTART", Type::kInt, "0", "", "bootstrap",

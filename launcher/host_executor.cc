@@ -176,7 +176,7 @@ class Replicator {
           lock.unlock();
           std::vector<std::string> failed;
           try {
-            ReplicaClient client(address, peer, secret_, period_ * 10);
+            ReplicaClient client(address, peer, secret_, std::chrono::milliseconds(5000));
             for (const std::string& path : files) {
               std::ifstream in(fs::path(dir_) / path, std::ios::binary);
               client.put(path, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
@@ -315,6 +315,8 @@ void HostExecutor::runSlot(const DriverMessage& m) {
     env["MEGASCALE_HEARTBEAT"] = table_->environmentValue(local);
     env["MEGASCALE_RESTART"] = std::to_string(m.attempt);
     env["MEGASCALE_MEMORY_CHECKPOINTS"] = memory_->path();
+    // A replica pushed in the background may be a few steps behind the ranks it stands in for.
+    if (std::getenv("MEGASCALE_MEMORY_CHECKPOINT_SLOTS") == nullptr) env["MEGASCALE_MEMORY_CHECKPOINT_SLOTS"] = "4";
     group_->spawn(first + local, o_.program, env);
   }
   report_.state = ExecutorReport::State::kRunning;
@@ -360,7 +362,8 @@ int HostExecutor::run(volatile int* forward_signal) {
   std::unique_ptr<ClusterDriver> driver;
   if (executor_ == 0) driver = std::make_unique<ClusterDriver>(c_, o_.id, log_);
   table_ = std::make_unique<heartbeat::Table>(c_.nproc);
-  replicator_ = std::make_unique<Replicator>(memory_->path(), o_.id.secret, c_.heartbeat, log_);
+  // Scanning a few files' sizes and times is cheap: look often, so a replica trails its ranks by little.
+  replicator_ = std::make_unique<Replicator>(memory_->path(), o_.id.secret, std::chrono::milliseconds(20), log_);
   Reporter reporter(o_.id, executor_, store_->add(store_keys::kMessages, 0), c_.heartbeat, log_);
   auto next_sample = Clock::now();
   while (true) {

@@ -102,7 +102,10 @@ def run_case(root, name, reference, fault):
 
 def resumed_from_memory(job):
     m = re.search(r"resumed from (\S+) \(each rank's own checkpoint\) at step (\d+)", job.text("out"))
-    return m is not None and "/megascale-" in m.group(1)
+    if m is None or "/megascale-" not in m.group(1):
+        print("    the trainer said:", [t for _, t in job.grep(r"resumed from|cannot be loaded")])
+        return False
+    return True
 
 
 def loopback_cases(root, reference):

@@ -1,7 +1,6 @@
 #include "trainer/checkpoint/rank_checkpoint.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -47,9 +46,28 @@ int64_t slotStep(const std::string& path) {
   return file ? file->value<int64_t>("step") : -1;
 }
 
+// Every slot file the rank has, by slot number (slots beyond the writer's count stay readable).
+std::vector<int> existingSlots(const std::string& dir, int rank) {
+  std::vector<int> slots;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(rankCheckpointDir(dir, rank), ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string digits = name.size() > 10 ? name.substr(5, name.size() - 10) : "";
+    if (name.starts_with("slot_") && name.ends_with(".ckpt") && !digits.empty() && digits.size() < 4 &&
+        std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+      slots.push_back(std::stoi(digits));
+    }
+  }
+  std::sort(slots.begin(), slots.end());
+  return slots;
+}
+
 }  // namespace
 
-RankCheckpointWriter::RankCheckpointWriter(std::string dir, int rank) : dir_(std::move(dir)), rank_(rank) {}
+RankCheckpointWriter::RankCheckpointWriter(std::string dir, int rank, int slots)
+    : dir_(std::move(dir)), rank_(rank), slots_(slots) {
+  if (slots_ < 2) throw std::invalid_argument("a rank checkpoint needs at least 2 slots, not " + std::to_string(slots));
+}
 
 void RankCheckpointWriter::write(const RankCheckpoint& c) {
   if (next_slot_ < 0) {
@@ -57,18 +75,27 @@ void RankCheckpointWriter::write(const RankCheckpoint& c) {
     std::error_code ec;
     std::filesystem::create_directories(own, ec);
     if (ec) throw std::runtime_error("cannot create checkpoint directory " + own + ": " + ec.message());
-    next_slot_ = slotStep(slotPath(dir_, rank_, 0)) <= slotStep(slotPath(dir_, rank_, 1)) ? 0 : 1;
+    // The slot with the oldest step (or none) goes first; then in turn, so the slots stay in step order.
+    next_slot_ = 0;
+    int64_t oldest = slotStep(slotPath(dir_, rank_, 0));
+    for (int slot = 1; slot < slots_; ++slot) {
+      const int64_t step = slotStep(slotPath(dir_, rank_, slot));
+      if (step < oldest) {
+        oldest = step;
+        next_slot_ = slot;
+      }
+    }
   }
   SectionWriter out;
   addCheckpointHeader(out, c.shape, c.state, c.optimizer_steps);
   out.addViews("shards", c.shard_pieces);
   out.overwrite(slotPath(dir_, rank_, next_slot_), kRankMagic, kVersion);
-  next_slot_ = 1 - next_slot_;
+  next_slot_ = (next_slot_ + 1) % slots_;
 }
 
 std::vector<int64_t> rankCheckpointSteps(const std::string& dir, int rank) {
   std::vector<int64_t> steps;
-  for (int slot : {0, 1}) {
+  for (int slot : existingSlots(dir, rank)) {
     const int64_t step = slotStep(slotPath(dir, rank, slot));
     if (step >= 0) steps.push_back(step);
   }
@@ -78,9 +105,10 @@ std::vector<int64_t> rankCheckpointSteps(const std::string& dir, int rank) {
 
 RankCheckpoint readRankCheckpoint(const std::string& dir, int rank, int64_t step, const std::string& expected_shape) {
   std::unique_ptr<SectionFile> found;  // each slot read once
-  for (int slot = 0; slot < 2 && !found; ++slot) {
+  for (int slot : existingSlots(dir, rank)) {
     found = intactSlot(slotPath(dir, rank, slot));
-    if (found && found->value<int64_t>("step") != step) found.reset();
+    if (found && found->value<int64_t>("step") == step) break;
+    found.reset();
   }
   if (!found) {
     throw std::runtime_error("no intact checkpoint of step " + std::to_string(step) + " in " +

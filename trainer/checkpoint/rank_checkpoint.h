@@ -4,9 +4,10 @@
 // checkpoints (sharded_checkpoint.h) they load only into the layout that wrote them; the shape they record
 // (model, optimizer, layout, rank, size) says so, and a mismatch is refused naming the file.
 //
-// Layout: dir/rank_RRRRR/slot_0.ckpt and slot_1.ckpt, section files (checksummed) written in place in turn: a
-// checkpoint every step reuses the same pages of host memory, and a rank killed while writing one slot still
-// holds the checkpoint before in the other (its torn slot fails its checksum).
+// Layout: dir/rank_RRRRR/slot_0.ckpt, slot_1.ckpt, ... (MEGASCALE_MEMORY_CHECKPOINT_SLOTS, default 2), section
+// files (checksummed) written in place in turn: a checkpoint every step reuses the same pages of host memory, and
+// a rank killed while writing one slot still holds the checkpoints before in the others (its torn slot fails its
+// checksum). More slots let a replica on another host lag that many steps behind and still meet the others.
 #pragma once
 
 #include <cstdint>
@@ -28,16 +29,17 @@ struct RankCheckpoint {
 
 std::string rankCheckpointDir(const std::string& dir, int rank);
 
-/// Writes the rank's checkpoint over the older of its two slots (the one it wrote less recently in this
-/// process; after a restart, the one holding the older step). Throws std::runtime_error on I/O failure.
+/// Writes the rank's checkpoint over the oldest of its `slots` slots (in turn within this process; after a
+/// restart, first the one holding the oldest step). Throws std::runtime_error on I/O failure.
 class RankCheckpointWriter {
  public:
-  RankCheckpointWriter(std::string dir, int rank);
+  RankCheckpointWriter(std::string dir, int rank, int slots = 2);
   void write(const RankCheckpoint& checkpoint);
 
  private:
   std::string dir_;
   int rank_;
+  int slots_;
   int next_slot_ = -1;  // -1: not chosen yet
 };
 

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/config.h"
+
 namespace megascale::trainer {
 
 namespace {
@@ -49,7 +51,9 @@ void ParallelCheckpointer::saveRankLocal(const CheckpointTarget& target, const T
   c.optimizer_steps = zero.steps();
   c.shard_pieces = zero.shardStateViews();
   if (!rank_writer_ || rank_writer_dir_ != target.dir) {
-    rank_writer_ = std::make_unique<RankCheckpointWriter>(target.dir, trainer_.groups().world->rank());
+    rank_writer_ = std::make_unique<RankCheckpointWriter>(
+        target.dir, trainer_.groups().world->rank(),
+        static_cast<int>(config::getInt("MEGASCALE_MEMORY_CHECKPOINT_SLOTS")));
     rank_writer_dir_ = target.dir;
   }
   rank_writer_->write(c);

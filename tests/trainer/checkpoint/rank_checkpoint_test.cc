@@ -79,5 +79,22 @@ TEST(RankCheckpoint, RefusesAnotherShapeAndATornSlotKeepingTheOther) {
   EXPECT_EQ(readRankCheckpoint(dir, 3, 7, "model=x\nrank=3\n").shards.size(), 1010u);
 }
 
+// Four slots keep the four newest steps in turn, also across a new writer (a restart), which starts at the
+// oldest; files that are not slots are ignored.
+TEST(RankCheckpoint, MoreSlotsKeepMoreStepsInTurn) {
+  const std::string dir = fresh("rank_ckpt_four");
+  const std::vector<float> a(8, 0.25f), b(2, 2.0f);
+  RankCheckpointWriter writer(dir, 3, 4);
+  for (int64_t step = 1; step <= 6; ++step) writer.write(at(step, a, b));
+  EXPECT_EQ(rankCheckpointSteps(dir, 3), (std::vector<int64_t>{3, 4, 5, 6}));
+  std::ofstream(dir + "/rank_00003/slot_0.ckpt.part") << "not a slot";
+  std::ofstream(dir + "/rank_00003/slot_x.ckpt") << "not a slot";
+  RankCheckpointWriter again(dir, 3, 4);
+  again.write(at(7, a, b));
+  EXPECT_EQ(rankCheckpointSteps(dir, 3), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(readRankCheckpoint(dir, 3, 4, "model=x\nrank=3\n").state.step, 4);
+  EXPECT_THROW(RankCheckpointWriter(dir, 3, 1), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace megascale::trainer
