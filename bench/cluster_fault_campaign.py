@@ -51,7 +51,7 @@ DISK_EVERY = 10
 SECRET = "00112233445566778899aabbccddeeff"
 PORT = 29411
 MODEL = ["--layers", "4", "--d-model", "64", "--heads", "4", "--seq-len", "32", "--batch-size", "16", "--lr", "1e-3",
-         "--min-lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes", "--tp", "2", "--pp",
+         "--min-lr", "1e-3", "--warmup", "10", "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes", "--tp", "2", "--pp",
          "2", "--micro-batches", "4", "--log-every", "50"]
 
 
@@ -278,6 +278,11 @@ class Campaign:
             ok = codes.get(0) == 0 and self.exact(cj) and len(losses(cj.work)) == steps
             named += 1 if found else 0
             equal = equal and ok
+            if not found or not ok:
+                for _, text in cj.driver(""):
+                    print("      driver:", text)
+                for _, m in cj.grep_all(r"^\[\d+\] (verdict: .*|.*: (SLOW|FAIL) .*)$"):
+                    print("      self-check:", m.group(1))
             print(f"    bad GEMM on host {bad}: {'named and evicted, a spare took over' if found else 'NOT named'}; "
                   f"job {codes}, losses equal: {ok}", flush=True)
         return named, equal

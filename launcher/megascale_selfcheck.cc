@@ -2,14 +2,17 @@
 // driver runs it after a fault with --self-check). Every rank checks its GEMM; each host's ranks all-reduce;
 // one rank per host exchanges with the neighbouring hosts. Rank 0 prints one line per check with pass or fail
 // and the figure, flags ranks and links much slower than their peers by host name, and ends with a verdict.
-// Exit status: 0 when everything passed and nothing was slow, 1 otherwise (on every rank), 2 for bad arguments.
+// Exit status (on every rank): 0 when everything passed, 3 when everything was right but a rank or link was much
+// slower than its peers (flagged by name), 1 when a check failed, 2 for bad arguments.
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "common/config.h"
+#include "launcher/rank_watch.h"
 #include "launcher/self_checks.h"
 #include "topology/host_record.h"
 
@@ -92,8 +95,10 @@ std::vector<Report> gather(Communicator& world, const Report& mine, std::chrono:
   return all;
 }
 
-// Prints one check's lines on rank 0; returns whether it passed everywhere with nothing slow.
-bool printCheck(const char* name, const char* unit, const std::vector<Report>& all, double slow_fraction,
+enum class Outcome { kPass = 0, kSlow = 1, kFail = 2 };
+
+// Prints one check's lines on rank 0; returns the worst outcome of any rank.
+Outcome printCheck(const char* name, const char* unit, const std::vector<Report>& all, double slow_fraction,
                 const char* subject, std::vector<std::string>& problems) {
   std::vector<double> figures;
   std::vector<size_t> who;
@@ -105,7 +110,7 @@ bool printCheck(const char* name, const char* unit, const std::vector<Report>& a
   }
   std::vector<bool> slow(all.size(), false);
   for (size_t i : launcher::slowerThanPeers(figures, slow_fraction)) slow[who[i]] = true;
-  bool ok = true;
+  Outcome worst = Outcome::kPass;
   for (size_t r = 0; r < all.size(); ++r) {
     const Report& p = all[r];
     if (!p.ran) continue;
@@ -113,15 +118,17 @@ bool printCheck(const char* name, const char* unit, const std::vector<Report>& a
     std::printf("%-9s %s of rank %zu (host %s): %s %.2f %s, %s\n", name, subject, r, p.host, verdict, p.figure, unit,
                 p.detail);
     if (!p.pass || slow[r]) {
-      ok = false;
+      worst = std::max(worst, p.pass ? Outcome::kSlow : Outcome::kFail);
       problems.push_back(std::string(name) + " on host " + p.host + " (rank " + std::to_string(r) +
                          "): " + (p.pass ? "much slower than its peers" : p.detail));
     }
   }
-  return ok;
+  return worst;
 }
 
 }  // namespace
+
+using launcher::kExitSlow;
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
@@ -153,28 +160,27 @@ int main(int argc, char** argv) {
     const auto links = gather(*world, link, timeout);
 
     std::vector<std::string> problems;
-    bool ok = true;
+    Outcome worst = Outcome::kPass;
     if (world->rank() == 0) {
       int hosts = 0;
       for (const Report& r : links) hosts += r.ran;
       std::printf("megascale-selfcheck: %d ranks on %d host(s)\n", world->size(), std::max(hosts, 1));
-      ok = printCheck("gemm", "GFLOP/s", gemm, o.slow_fraction, "GEMM", problems) && ok;
-      ok = printCheck("allreduce", "GB/s busbw", reduce, o.slow_fraction, "host all-reduce", problems) && ok;
+      worst = std::max(worst, printCheck("gemm", "GFLOP/s", gemm, o.slow_fraction, "GEMM", problems));
+      worst = std::max(worst, printCheck("allreduce", "GB/s busbw", reduce, o.slow_fraction, "host all-reduce", problems));
       if (hosts > 1) {
-        ok = printCheck("link", "GB/s", links, o.slow_fraction, "link from the previous host to", problems) && ok;
+        worst = std::max(worst,
+                         printCheck("link", "GB/s", links, o.slow_fraction, "link from the previous host to", problems));
       } else {
         std::printf("link      one host: no neighbouring host to check\n");
       }
-      if (ok) {
-        std::printf("verdict: PASS\n");
-      } else {
-        std::printf("verdict: FAIL:");
-        for (const std::string& p : problems) std::printf(" %s;", p.c_str());
-        std::printf("\n");
-      }
+      std::printf("verdict: %s", worst == Outcome::kPass   ? "PASS"
+                                 : worst == Outcome::kSlow ? "PASS, flagged SLOW:"
+                                                           : "FAIL:");
+      for (const std::string& p : problems) std::printf(" %s;", p.c_str());
+      std::printf("\n");
       std::fflush(stdout);
     }
-    int verdict = ok ? 0 : 1;
+    int verdict = worst == Outcome::kPass ? 0 : worst == Outcome::kSlow ? kExitSlow : 1;
     const Status s = world->broadcast(&verdict, &verdict, 1, mscInt32, 0)->wait(timeout);
     if (!s.isOk()) throw Error(s.code(), "sharing the verdict: " + s.message());
     return verdict;

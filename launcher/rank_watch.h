@@ -40,8 +40,12 @@ std::map<std::string, std::string> rankEnvironment(const UniqueId& id, const std
 /// One line of the driver's log, ISO-timestamped: "megascale-run: [2026-11-27T01:02:03.456Z] text".
 void logLine(std::FILE* log, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
+/// megascale-selfcheck's exit status when every check was right but a rank or link was much slower than its peers.
+constexpr int kExitSlow = 3;
+
 /// Runs `program` (megascale-selfcheck) on this host's `nproc` ranks as a job of their own under
-/// `id.job_id`, and logs the outcome; true when every rank exits 0 within `timeout`.
+/// `id.job_id`, and logs the outcome; true when every rank exits 0 (or kExitSlow: flagged, not evicted) within
+/// `timeout`.
 bool selfCheckPasses(const std::string& program, const UniqueId& id, int nproc, std::chrono::milliseconds timeout,
                      std::FILE* log);
 
