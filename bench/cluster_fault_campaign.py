@@ -112,7 +112,9 @@ class ClusterJob:
         return [i for i, job in self.runs.items() if job.process.poll() is None and i not in holders]
 
     def grep_all(self, pattern):
-        return [hit for job in list(self.runs.values()) + self.done_runs for hit in job.grep(pattern)]
+        """(arrival time, match) over every megascale-run this job had, in the order the lines arrived."""
+        hits = [hit for job in list(self.runs.values()) + self.done_runs for hit in job.grep(pattern)]
+        return sorted(hits, key=lambda hit: hit[0])
 
     def wait(self, timeout):
         codes = {i: job.wait(timeout) for i, job in self.runs.items()}

@@ -281,7 +281,15 @@ void ClusterDriver::drive() {
         }
       }
       if (fault->kind != Fault::Kind::kHostLost) {
-        if (std::optional<int> lost = s.quietHostLost()) fault = s.hostLost(*lost);
+        if (std::optional<int> lost = s.quietHostLost()) {
+          fault = s.hostLost(*lost);
+        } else if (fault->kind == Fault::Kind::kExited) {
+          // Every host has reported since: a rank that a signal killed on a host whose report came later is the
+          // culprit, not the peer that failed of it and was reported first.
+          FaultDetector fresh(o.hang_timeout, o.heartbeat);
+          std::optional<Fault> again = fresh.observe(Clock::now(), s.samples(attempt));
+          if (again && again->kind == Fault::Kind::kExited) fault = again;
+        }
       }
       fault_detected = Clock::now();
       const int first = fault->ranks.front();
