@@ -12,7 +12,8 @@ emulated (root): the hosts are network namespaces of testbed/emulated_cluster.sh
   5. host 1's cable pulled for longer than --host-timeout: its executor stops its ranks and leaves (fenced), the
      driver evicts it, the spare takes over from the replica.
 In every case the job finishes and its losses equal the fault-free run's bit for bit.
-Usage: cluster_recovery_test.py MEGASCALE_RUN MEGASCALE_STORE MEGASCALE_TRAIN SOURCE_DIR loopback|emulated"""
+Usage: cluster_recovery_test.py MEGASCALE_RUN MEGASCALE_STORE MEGASCALE_TRAIN SOURCE_DIR loopback|emulated
+(exit 77: skipped, the emulated cluster needs root)"""
 import os
 import re
 import signal
@@ -166,7 +167,7 @@ def main():
     if mode == "emulated":
         if unavailable_reason():
             print(f"SKIPPED: {unavailable_reason()}")
-            return 0
+            return 77
         if not CLUSTER.up():
             print("FAILED: cannot make the emulated cluster")
             return 1
