@@ -245,7 +245,7 @@ void ClusterDriver::drive() {
     s.startAttempt(0, plan);
     std::optional<Clock::time_point> fault_detected;
     for (int attempt = 0;; ++attempt) {
-      FaultDetector detector(o.hang_timeout, o.heartbeat);
+      FaultDetector detector(o.hang_timeout, o.heartbeat, o.stopped_timeout);
       bool recovered = !fault_detected.has_value();
       std::optional<Fault> fault;
       while (!fault) {
@@ -286,8 +286,7 @@ void ClusterDriver::drive() {
         } else if (fault->kind == Fault::Kind::kExited) {
           // Every host has reported since: a rank that a signal killed on a host whose report came later is the
           // culprit, not the peer that failed of it and was reported first.
-          FaultDetector fresh(o.hang_timeout, o.heartbeat);
-          std::optional<Fault> again = fresh.observe(Clock::now(), s.samples(attempt));
+          std::optional<Fault> again = detector.observe(Clock::now(), s.samples(attempt));
           if (again && again->kind == Fault::Kind::kExited) fault = again;
         }
       }

@@ -26,6 +26,7 @@ struct ClusterOptions {
   bool self_check = false;
   std::chrono::milliseconds heartbeat{500};
   std::chrono::milliseconds hang_timeout{0};
+  std::chrono::milliseconds stopped_timeout{0};  // a rank stopped by a signal hangs after this (0: hang_timeout)
   std::chrono::milliseconds host_timeout{10000};  // an executor silent this long is lost
   std::chrono::milliseconds join_timeout{300000};
   std::chrono::milliseconds stop_timeout{3000};   // the executors' grace period

@@ -34,8 +34,11 @@ const char* faultKindName(Fault::Kind kind) {
   return "fault";
 }
 
-FaultDetector::FaultDetector(std::chrono::milliseconds hang_timeout, std::chrono::milliseconds tolerance)
-    : hang_timeout_(hang_timeout), tolerance_(tolerance) {}
+FaultDetector::FaultDetector(std::chrono::milliseconds hang_timeout, std::chrono::milliseconds tolerance,
+                             std::chrono::milliseconds stopped_timeout)
+    : hang_timeout_(hang_timeout),
+      tolerance_(tolerance),
+      stopped_timeout_(stopped_timeout.count() > 0 ? std::min(stopped_timeout, hang_timeout) : hang_timeout) {}
 
 std::optional<Fault> FaultDetector::observe(Clock::time_point now, const std::vector<RankSample>& ranks) {
   seen_.resize(ranks.size());
@@ -46,13 +49,18 @@ std::optional<Fault> FaultDetector::observe(Clock::time_point now, const std::ve
       s.since = now;
       s.known = true;
     }
+    if (!ranks[i].stopped || !ranks[i].running) {
+      s.stopped_since.reset();
+    } else if (!s.stopped_since) {
+      s.stopped_since = now;
+    }
   }
-  if (auto fault = exited(ranks)) return fault;
+  if (auto fault = exited(now, ranks)) return fault;
   if (auto fault = transportErrors(now, ranks)) return fault;
   return hang(now, ranks);
 }
 
-std::optional<Fault> FaultDetector::exited(const std::vector<RankSample>& ranks) const {
+std::optional<Fault> FaultDetector::exited(Clock::time_point now, const std::vector<RankSample>& ranks) {
   const RankSample* first = nullptr;
   for (const RankSample& r : ranks) {
     if (r.running || !failed(r.wait_status)) continue;
@@ -61,6 +69,11 @@ std::optional<Fault> FaultDetector::exited(const std::vector<RankSample>& ranks)
   }
   if (first == nullptr) return std::nullopt;
   const int status = first->wait_status;
+  const bool cause_may_come = std::any_of(ranks.begin(), ranks.end(), [](const RankSample& r) { return r.running; });
+  if (!WIFSIGNALED(status) && cause_may_come) {
+    if (!failed_exit_since_) failed_exit_since_ = now;
+    if (now - *failed_exit_since_ < tolerance_) return std::nullopt;
+  }
   return Fault{Fault::Kind::kExited,
                {first->rank},
                describeWaitStatus(status),
@@ -99,31 +112,35 @@ std::optional<Fault> FaultDetector::hang(Clock::time_point now, const std::vecto
     // Start-up may take long (loading, measuring, restoring): watched from the first heartbeat, except a rank
     // the kernel says is stopped, which makes no progress whatever it was doing.
     if (!r.running || (!r.reported && !r.stopped)) continue;
-    const bool stall = now - seen_[i].since >= hang_timeout_;
+    const bool stall_long = now - seen_[i].since >= hang_timeout_;
+    const bool stopped_long = r.stopped && (stall_long || now - *seen_[i].stopped_since >= stopped_timeout_);
+    if (stopped_long) stopped.push_back(i);
+    const bool stall = stopped_long || stall_long;
     if (!stall) {
       all_stalled = false;
       someone_waits = someone_waits || r.in_collective;
       continue;
     }
     stalled.push_back(i);
-    if (r.stopped) stopped.push_back(i);
     if (!r.in_collective) outside.push_back(i);
     someone_waits = someone_waits || r.in_collective;
   }
   if (stalled.empty()) return std::nullopt;
-  const auto fault = [&](const std::vector<size_t>& which, const std::string& why) {
+  const auto fault = [&](const std::vector<size_t>& which, const std::string& why, std::chrono::milliseconds timeout,
+                         const char* timeout_name) {
     Fault f{Fault::Kind::kHang, {}, "", 1};
     double longest = 0;
     for (size_t i : which) {
       f.ranks.push_back(ranks[i].rank);
       longest = std::max(longest, seconds(now - seen_[i].since));
     }
-    f.reason =
-        why + ": no progress for " + fixed(longest) + " s (hang timeout " + fixed(seconds(hang_timeout_)) + " s)";
+    f.reason = why + ": no progress for " + fixed(longest) + " s (" + timeout_name + " " + fixed(seconds(timeout)) + " s)";
     return std::optional<Fault>(f);
   };
-  if (!stopped.empty()) return fault(stopped, "is stopped");
-  if (!outside.empty() && someone_waits) return fault(outside, "is outside any collective while others wait in one");
+  if (!stopped.empty()) return fault(stopped, "is stopped by a signal", stopped_timeout_, "stopped timeout");
+  if (!outside.empty() && someone_waits) {
+    return fault(outside, "is outside any collective while others wait in one", hang_timeout_, "hang timeout");
+  }
   if (!all_stalled) return std::nullopt;
   // Everyone stalled: the ranks that stopped moving first held the others up.
   Clock::time_point first = now;
@@ -132,8 +149,10 @@ std::optional<Fault> FaultDetector::hang(Clock::time_point now, const std::vecto
   for (size_t i : stalled) {
     if (seen_[i].since - first <= tolerance_) earliest.push_back(i);
   }
-  return fault(earliest, earliest.size() == stalled.size() ? "and every other rank stalled together"
-                                                           : "stalled first, and then every other rank");
+  return fault(earliest,
+               earliest.size() == stalled.size() ? "and every other rank stalled together"
+                                                 : "stalled first, and then every other rank",
+               hang_timeout_, "hang timeout");
 }
 
 }  // namespace megascale::launcher

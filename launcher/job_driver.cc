@@ -87,7 +87,7 @@ JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_
     if (memory_ != nullptr) env["MEGASCALE_MEMORY_CHECKPOINTS"] = memory_->path();
     group.spawn(options_.rank_offset + local, options_.program, env);
   }
-  FaultDetector detector(options_.hang_timeout, options_.heartbeat);
+  FaultDetector detector(options_.hang_timeout, options_.heartbeat, options_.stopped_timeout);
   const auto poll_period = std::min(options_.heartbeat, std::chrono::milliseconds(20));
   auto next_sample = Clock::now();
   while (true) {

@@ -28,6 +28,7 @@ struct DriverOptions {
   int max_restarts = 0;
   std::chrono::milliseconds heartbeat{500};   // how often the ranks' reports are sampled
   std::chrono::milliseconds hang_timeout{0};  // 0: hangs are not detected
+  std::chrono::milliseconds stopped_timeout{0};  // a rank stopped by a signal hangs after this (0: hang_timeout)
   std::string self_check_program;             // after a fault, run this on the host's ranks (empty: none)
   std::chrono::milliseconds self_check_timeout{120000};
 };

@@ -42,6 +42,8 @@ void usage(FILE* out) {
       "  --heartbeat-ms MS    how often the ranks' heartbeats are read (default 500)\n"
       "  --hang-timeout S     a rank that makes no progress for S seconds while others wait hangs (default 0:\n"
       "                       not watched)\n"
+      "  --stopped-timeout S  with --hang-timeout: a rank stopped by a signal (SIGSTOP, SIGTSTP) for S seconds\n"
+      "                       hangs, without waiting out the hang timeout (default 1; 0: the hang timeout)\n"
       "  --self-check         after a fault, run megascale-selfcheck on each host's ranks before restarting;\n"
       "                       a host that fails it is evicted (with no spare host, the job stops)\n"
       "  --spare-hosts K      across hosts: K more hosts' megascale-run join as spares (without --rank-offset,\n"
@@ -92,7 +94,7 @@ std::string siblingProgram(const std::string& name) {
 int main(int argc, char** argv) {
   using namespace megascale;
   int nproc = -1, world_size = -1, rank_offset = 0, grace_ms = 3000, max_restarts = 0, heartbeat_ms = 500;
-  double hang_timeout_s = 0, host_timeout_s = 10;
+  double hang_timeout_s = 0, stopped_timeout_s = 1, host_timeout_s = 10;
   int spare_hosts = 0;
   bool rank_offset_given = false;
   bool self_check = false;
@@ -131,6 +133,8 @@ int main(int argc, char** argv) {
       heartbeat_ms = parseCount("--heartbeat-ms", value("--heartbeat-ms"), 1);
     else if (a == "--hang-timeout")
       hang_timeout_s = parseSeconds("--hang-timeout", value("--hang-timeout"));
+    else if (a == "--stopped-timeout")
+      stopped_timeout_s = parseSeconds("--stopped-timeout", value("--stopped-timeout"));
     else if (a == "--self-check")
       self_check = true;
     else if (a == "--topology")
@@ -241,6 +245,7 @@ int main(int argc, char** argv) {
     c.self_check = self_check;
     c.heartbeat = std::chrono::milliseconds(heartbeat_ms);
     c.hang_timeout = std::chrono::milliseconds(static_cast<int64_t>(hang_timeout_s * 1000));
+    c.stopped_timeout = std::chrono::milliseconds(static_cast<int64_t>(stopped_timeout_s * 1000));
     c.host_timeout = std::chrono::milliseconds(static_cast<int64_t>(host_timeout_s * 1000));
     c.join_timeout = config::timeout();
     c.stop_timeout = std::chrono::milliseconds(grace_ms);
@@ -266,6 +271,7 @@ int main(int argc, char** argv) {
   driver.max_restarts = max_restarts;
   driver.heartbeat = std::chrono::milliseconds(heartbeat_ms);
   driver.hang_timeout = std::chrono::milliseconds(static_cast<int64_t>(hang_timeout_s * 1000));
+  driver.stopped_timeout = std::chrono::milliseconds(static_cast<int64_t>(stopped_timeout_s * 1000));
   if (self_check) driver.self_check_program = siblingProgram("megascale-selfcheck");
   try {
     launcher::JobDriver job(driver, stderr);

@@ -16,12 +16,13 @@ namespace megascale::launcher {
 
 namespace {
 
-// The kernel's view: 'T' (stopped) or 't' (traced) in /proc/<pid>/stat.
+// The kernel's view: 'T' (stopped by a signal) in /proc/<pid>/stat. A debugger's trace stop ('t') is left to
+// the hang timeout: a person at a breakpoint is not a fault to rush.
 bool processStopped(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && (text[paren + 2] == 'T' || text[paren + 2] == 't');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'T';
 }
 
 // "step 12 forward, all_reduce #40 of dp (waiting)".

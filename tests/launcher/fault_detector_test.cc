@@ -45,17 +45,57 @@ TEST_F(DetectorTest, RanksThatExitZeroAreNoFault) {
   EXPECT_FALSE(detector.observe(at(0), ranks));
 }
 
-TEST_F(DetectorTest, AFailedRankIsAFaultAtOnceWithItsStatus) {
+TEST_F(DetectorTest, AFailedRankIsAFaultOnePeriodLaterWithItsStatus) {
   auto ranks = healthy(4);
   EXPECT_FALSE(detector.observe(at(0), ranks));
   ranks[2].running = false;
   ranks[2].wait_status = kExitStatus3;
-  auto fault = detector.observe(at(10), ranks);
+  EXPECT_FALSE(detector.observe(at(10), ranks));  // waits for a death that would explain it
+  EXPECT_FALSE(detector.observe(at(109), ranks));
+  auto fault = detector.observe(at(110), ranks);
   ASSERT_TRUE(fault);
   EXPECT_EQ(fault->kind, Fault::Kind::kExited);
   EXPECT_EQ(fault->ranks, std::vector<int>{2});
   EXPECT_EQ(fault->exit_code, 3);
   EXPECT_EQ(fault->reason, "exited with status 3");
+}
+
+TEST_F(DetectorTest, FailedRanksAreAFaultAtOnceWhenNoRankRunsAnyMore) {
+  auto ranks = healthy(2);
+  EXPECT_FALSE(detector.observe(at(0), ranks));
+  for (auto& r : ranks) {
+    r.running = false;
+    r.wait_status = kExitStatus3;
+  }
+  auto fault = detector.observe(at(10), ranks);
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->ranks, std::vector<int>{0});
+  EXPECT_EQ(fault->exit_code, 3);
+}
+
+TEST_F(DetectorTest, AKilledRankIsAFaultAtOnce) {
+  auto ranks = healthy(4);
+  EXPECT_FALSE(detector.observe(at(0), ranks));
+  ranks[3].running = false;
+  ranks[3].wait_status = kKilled;
+  auto fault = detector.observe(at(10), ranks);
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->ranks, std::vector<int>{3});
+  EXPECT_EQ(fault->exit_code, 128 + SIGKILL);
+}
+
+TEST_F(DetectorTest, APeerThatExitedFirstWaitsForTheRankWhoseDeathMadeItFail) {
+  // The peer's error exit is reaped a moment before the killed rank.
+  auto ranks = healthy(4);
+  EXPECT_FALSE(detector.observe(at(0), ranks));
+  ranks[0].running = false;
+  ranks[0].wait_status = kExitStatus3;
+  EXPECT_FALSE(detector.observe(at(10), ranks));
+  ranks[1].running = false;
+  ranks[1].wait_status = kKilled;
+  auto fault = detector.observe(at(60), ranks);
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->ranks, std::vector<int>{1});
 }
 
 TEST_F(DetectorTest, AmongSeveralEndedRanksTheKilledOneIsNamed) {
@@ -119,6 +159,54 @@ TEST_F(DetectorTest, AStoppedRankIsNamedOnceItStalledForTheHangTimeout) {
   EXPECT_EQ(fault->kind, Fault::Kind::kHang);
   EXPECT_EQ(fault->ranks, std::vector<int>{1});
   EXPECT_NE(fault->reason.find("is stopped"), std::string::npos) << fault->reason;
+}
+
+TEST_F(DetectorTest, AStoppedRankIsNamedAfterTheStoppedTimeoutWithoutWaitingForTheHangTimeout) {
+  FaultDetector quick(milliseconds(5000), milliseconds(100), milliseconds(1000));
+  auto ranks = healthy(4);
+  EXPECT_FALSE(quick.observe(at(0), ranks));
+  ranks[2].stopped = true;
+  for (int t = 100; t <= 1000; t += 100) {
+    for (int r : {0, 1, 3}) ranks[static_cast<size_t>(r)].in_collective = true;
+    EXPECT_FALSE(quick.observe(at(t), ranks)) << "at " << t << " ms";
+  }
+  auto fault = quick.observe(at(1100), ranks);  // stopped since the sample at 100 ms
+  ASSERT_TRUE(fault);
+  EXPECT_EQ(fault->kind, Fault::Kind::kHang);
+  EXPECT_EQ(fault->ranks, std::vector<int>{2});
+  EXPECT_NE(fault->reason.find("stopped by a signal"), std::string::npos) << fault->reason;
+  EXPECT_NE(fault->reason.find("stopped timeout 1.00 s"), std::string::npos) << fault->reason;
+}
+
+TEST_F(DetectorTest, AStallOfEveryCollectiveLongerThanTheStoppedTimeoutIsRiddenOut) {
+  // A link flap: every rank waits in its collective for 3 s, none is stopped; then they all move again.
+  FaultDetector quick(milliseconds(5000), milliseconds(100), milliseconds(1000));
+  auto ranks = healthy(4);
+  for (auto& r : ranks) r.in_collective = true;
+  EXPECT_FALSE(quick.observe(at(0), ranks));
+  for (int t = 100; t <= 3000; t += 100) EXPECT_FALSE(quick.observe(at(t), ranks)) << "at " << t << " ms";
+  for (int t = 3100; t <= 9000; t += 100) {
+    for (auto& r : ranks) ++r.progress;
+    EXPECT_FALSE(quick.observe(at(t), ranks)) << "at " << t << " ms";
+  }
+}
+
+TEST_F(DetectorTest, ARankContinuedBeforeTheStoppedTimeoutIsNoFault) {
+  FaultDetector quick(milliseconds(5000), milliseconds(100), milliseconds(1000));
+  auto ranks = healthy(2);
+  EXPECT_FALSE(quick.observe(at(0), ranks));
+  ranks[1].stopped = true;
+  EXPECT_FALSE(quick.observe(at(100), ranks));
+  EXPECT_FALSE(quick.observe(at(900), ranks));
+  ranks[1].stopped = false;
+  for (int t = 1000; t <= 3000; t += 100) {
+    for (auto& r : ranks) ++r.progress;
+    EXPECT_FALSE(quick.observe(at(t), ranks)) << "at " << t << " ms";
+  }
+  ranks[1].stopped = true;  // stopped again: the stopped time starts over
+  EXPECT_FALSE(quick.observe(at(3100), ranks));
+  EXPECT_FALSE(quick.observe(at(4000), ranks));
+  EXPECT_TRUE(quick.observe(at(4100), ranks));
 }
 
 TEST_F(DetectorTest, ARankComputingForeverWhileOthersWaitInACollectiveIsNamed) {
