@@ -295,7 +295,6 @@ class Campaign:
         end = start + args.ettr_minutes * 60
         next_fault = start + args.fault_every
         lost = []  # (detection, restart, redone) seconds per fault
-        counted, kept = 0.0, 0
         cj = self.job(10 ** 6, spares=0, driver=not baseline, disk_every=20 if baseline else DISK_EVERY,
                       memory=not baseline)
         while time.time() < end:
@@ -371,7 +370,8 @@ def main():
     print(f"# fault campaign on emulated hosts: {platform.node()}, {cpu}, {os.cpu_count()} cores; seed {args.seed}; "
           f"GEMM ours-portable")
     print(f"# {HOSTS} hosts x {NPROC} ranks (tp2 x pp2 x dp2) + {args.spares} spare hosts, links {args.rate}; memory "
-          f"checkpoint every step, disk every {DISK_EVERY}; hang timeout {HANG_TIMEOUT} s, host timeout "
+          f"checkpoint every step, disk every {DISK_EVERY}; hang timeout {HANG_TIMEOUT} s, stopped timeout 1 s "
+          f"(default), host timeout "
           f"{args.host_timeout} s", flush=True)
     cluster = EmulatedCluster(f"fc{os.getpid() % 10000}", HOSTS + args.spares)
     if not cluster.up(args.rate):

@@ -284,7 +284,7 @@ def main():
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     print(f"# fault campaign: {platform.node()}, {cpu}, {os.cpu_count()} cores; seed {args.seed}; GEMM ours-portable")
     print(f"# 8 local ranks tp2 x pp2 x dp2; memory checkpoint every step, disk every {DISK_EVERY}; "
-          f"hang timeout {HANG_TIMEOUT} s")
+          f"hang timeout {HANG_TIMEOUT} s, stopped timeout 1 s (default)")
     with tempfile.TemporaryDirectory(prefix="fault-campaign-") as root:
         data = os.path.join(root, "text.txt")
         write_text(data, words=60000, seed=11)
