@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,9 +21,19 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint32_t kMagic = 0x5052534d;  // "MSRP"
-constexpr uint32_t kPut = 1, kFetch = 2;
+constexpr uint32_t kPut = 1, kFetch = 2, kProbe = 3;
 constexpr size_t kMaxPath = 256;
 constexpr uint64_t kMaxFile = uint64_t{64} << 30;
+constexpr uint64_t kMaxProbe = uint64_t{1} << 30;
+constexpr size_t kProbeChunk = size_t{1} << 20;
+
+// The probe's bytes: position-dependent, so a dropped, repeated or reordered chunk shows.
+void fillProbePattern(uint64_t offset, char* data, size_t size) {
+  for (size_t i = 0; i < size; ++i) {
+    const uint64_t at = offset + i;
+    data[i] = static_cast<char>(((at * 0x9e3779b1u) >> 24) ^ (at >> 20));
+  }
+}
 
 struct Header {
   uint32_t magic;
@@ -118,10 +129,23 @@ void ReplicaServer::handle(int fd) {
     const Status got = recvAll(fd, &h, sizeof(h), deadline, "replica server: reading a request");
     if (got.code() == ErrorCode::kPeerLost) return;  // the client is done
     check(got);
-    if (h.magic != kMagic || (h.op != kPut && h.op != kFetch) || h.path_length > kMaxPath || h.body_length > kMaxFile ||
-        (h.op == kFetch && h.body_length != 0)) {
+    if (h.magic != kMagic || (h.op != kPut && h.op != kFetch && h.op != kProbe) || h.path_length > kMaxPath ||
+        h.body_length > kMaxFile || (h.op == kFetch && h.body_length != 0) ||
+        (h.op == kProbe && (h.path_length != 0 || h.body_length > kMaxProbe))) {
       throw Error(ErrorCode::kPeerLost, "malformed request header (op " + std::to_string(h.op) + ", path length " +
                                             std::to_string(h.path_length) + ")");
+    }
+    if (h.op == kProbe) {
+      std::string got(kProbeChunk, '\0'), want(kProbeChunk, '\0');
+      uint32_t wrong = 0;
+      for (uint64_t offset = 0; offset < h.body_length; offset += kProbeChunk) {
+        const size_t size = static_cast<size_t>(std::min<uint64_t>(kProbeChunk, h.body_length - offset));
+        check(recvAll(fd, got.data(), size, deadline, "replica server: a link probe"));
+        fillProbePattern(offset, want.data(), size);
+        if (std::memcmp(got.data(), want.data(), size) != 0) wrong = 1;
+      }
+      check(sendAll(fd, &wrong, sizeof(wrong), deadline, "replica server: answering a link probe"));
+      continue;
     }
     const std::string path = receive(fd, h.path_length, deadline, "replica server: reading a path");
     if (!safeReplicaPath(path)) throw Error(ErrorCode::kPeerLost, "a path outside the replica directory: " + path);
@@ -177,6 +201,22 @@ void ReplicaClient::put(const std::string& path, const std::string& contents) {
   const std::string what = "the checkpoint replicas of " + peer_ + " storing " + path;
   check(recvAll(fd_.get(), &status, sizeof(status), deadlineAfter(timeout_), what.c_str()));
   if (status != 0) throw Error(ErrorCode::kPeerLost, what + ": refused");
+}
+
+double ReplicaClient::probe(uint64_t bytes) {
+  if (bytes == 0 || bytes > kMaxProbe) {
+    throw Error(ErrorCode::kInvalidArgument, "a link probe of " + std::to_string(bytes) + " bytes (1 B to 1 GiB)");
+  }
+  std::string body(static_cast<size_t>(bytes), '\0');
+  fillProbePattern(0, body.data(), body.size());
+  const auto start = std::chrono::steady_clock::now();
+  request(kProbe, "", body);
+  uint32_t wrong = 1;
+  const std::string what = "the link probe to " + peer_;
+  check(recvAll(fd_.get(), &wrong, sizeof(wrong), deadlineAfter(timeout_), what.c_str()));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (wrong != 0) throw Error(ErrorCode::kPeerLost, what + ": the bytes arrived wrong");
+  return static_cast<double>(bytes) / seconds / 1e9;
 }
 
 std::map<std::string, std::string> ReplicaClient::fetch(const std::string& dir) {

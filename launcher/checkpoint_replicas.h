@@ -2,10 +2,13 @@
 // loss of its host): every executor serves its replicas over TCP, authenticated with the job secret, and pushes
 // the files its ranks write to the executor of the next host slot; a host that takes over a slot fetches that
 // slot's files from the replica before its ranks start.
-//   request:  "MSRP" u32 op (1 put, 2 fetch) u32 path length u64 body length, path, body (put: the file)
+//   request:  "MSRP" u32 op (1 put, 2 fetch, 3 probe) u32 path length u64 body length, path, body (put: the
+//             file; probe: a known pattern)
 //   put:      answered with u32 0 once the file is in place (written aside, then renamed)
 //   fetch:    the path names a directory; answered with one record per file under it (u32 path length,
 //             u64 size, path, bytes) and a record of path length 0
+//   probe:    the driver's link check: no path; the body is checked against the pattern as it arrives and
+//             dropped, answered with u32 0 (exact) or 1 (a byte differed)
 // Paths are relative, of [A-Za-z0-9_.-/], without "..": a hostile or broken peer gets its connection closed
 // and a log line, never a write outside the replica directory.
 #pragma once
@@ -62,6 +65,9 @@ class ReplicaClient {
   void put(const std::string& path, const std::string& contents);
   /// Every file under the server's `dir`, by path relative to the server's directory.
   std::map<std::string, std::string> fetch(const std::string& dir);
+  /// Sends `bytes` of a known pattern that the server checks; the rate it got there and back in GB/s. Throws
+  /// Error when the server found a byte wrong.
+  double probe(uint64_t bytes);
 
  private:
   void request(uint32_t op, const std::string& path, const std::string& body);

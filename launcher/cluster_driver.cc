@@ -12,6 +12,7 @@
 #include "launcher/executor_protocol.h"
 #include "launcher/fault_detector.h"
 #include "launcher/host_plan.h"
+#include "launcher/link_check.h"
 #include "launcher/rank_watch.h"
 
 namespace megascale::launcher {
@@ -19,6 +20,8 @@ namespace megascale::launcher {
 namespace {
 
 double secondsSince(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
+
+constexpr double kSlowLinkFraction = 0.5;  // megascale-selfcheck's default too
 
 struct Executor {
   ExecutorInfo info;
@@ -191,6 +194,63 @@ struct ClusterDriver::State {
     }
   }
 
+  // Executors neither evicted nor holding a slot.
+  std::vector<int> freeSpares() const {
+    std::vector<int> spares;
+    for (size_t e = 0; e < executors.size(); ++e) {
+      const int n = static_cast<int>(e);
+      if (evicted.count(n) == 0 && std::find(slots.begin(), slots.end(), n) == slots.end()) spares.push_back(n);
+    }
+    return spares;
+  }
+
+  // With --self-check, before a restart: every executor of the next run probes the link to the next one in slot
+  // order. The executors to evict: those that did not answer, and those whose links failed both ways.
+  std::set<int> checkLinks(int attempt, const std::vector<int>& ring) {
+    DriverMessage m;
+    m.kind = DriverMessage::Kind::kLinks;
+    m.attempt = attempt;
+    m.slots = ring;
+    publish(m);
+    const auto start = Clock::now();
+    const auto answered = [&](int e) {
+      const ExecutorReport& r = executors[static_cast<size_t>(e)].report;
+      return r.attempt == attempt && r.link_check != ExecutorReport::Check::kNone;
+    };
+    std::set<int> waiting(ring.begin(), ring.end()), evict;
+    // A probe takes at most the host timeout; its answer comes with the next report.
+    while (!waiting.empty() && Clock::now() - start < 2 * options.host_timeout) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      refresh();
+      std::erase_if(waiting, answered);
+      std::erase_if(waiting, [&](int e) { return silent(e) && evict.insert(e).second; });
+    }
+    evict.insert(waiting.begin(), waiting.end());
+    for (int e : evict) logLine(log, "evicting %s: it did not answer the link check", host(e).c_str());
+    std::vector<LinkProbe> probes;
+    for (size_t position = 0; position < ring.size(); ++position) {
+      const int e = ring[position];
+      const ExecutorReport& r = executors[static_cast<size_t>(e)].report;
+      if (!answered(e)) continue;
+      probes.push_back({e, replicaHolder(ring, static_cast<int>(position)), r.link_check == ExecutorReport::Check::kPassed,
+                        static_cast<double>(r.link_kbps) / 1e6});
+    }
+    const LinkVerdict verdict = judgeLinks(probes, kSlowLinkFraction);
+    logLine(log, "link check of %zu hosts in %.2f s: %zu of %zu links passed, median %.3f GB/s", ring.size(),
+            secondsSince(start), probes.size() - verdict.failed.size(), ring.size(), verdict.median_gbps);
+    for (const LinkProbe& p : verdict.slow) {
+      logLine(log, "link from %s to %s at %.3f GB/s, below half the median: flagged SLOW", host(p.from).c_str(),
+              host(p.to).c_str(), p.gbps);
+    }
+    for (const LinkProbe& p : verdict.failed) {
+      logLine(log, "link from %s to %s FAILED its check", host(p.from).c_str(), host(p.to).c_str());
+    }
+    for (int e : verdict.evict) {
+      if (evict.insert(e).second) logLine(log, "evicting %s: its links failed both ways", host(e).c_str());
+    }
+    return evict;
+  }
+
   // The ranks of an executor that stopped answering, as a fault.
   Fault hostLost(int executor) const {
     const int slot = static_cast<int>(std::find(slots.begin(), slots.end(), executor) - slots.begin());
@@ -315,12 +375,14 @@ void ClusterDriver::drive() {
         s.end(fault->exit_code, culprit);
         return;
       }
-      std::vector<int> spares;
-      for (size_t e = 0; e < s.executors.size(); ++e) {
-        const int n = static_cast<int>(e);
-        if (s.evicted.count(n) == 0 && std::find(s.slots.begin(), s.slots.end(), n) == s.slots.end()) spares.push_back(n);
+      plan = replan(s.slots, s.evicted, s.freeSpares(), o.nproc);
+      if (plan.problem.empty() && o.self_check && plan.slots.size() >= 2) {
+        const std::set<int> bad_links = s.checkLinks(attempt, plan.slots);
+        if (!bad_links.empty()) {
+          s.evicted.insert(bad_links.begin(), bad_links.end());
+          plan = replan(s.slots, s.evicted, s.freeSpares(), o.nproc);
+        }
       }
-      plan = replan(s.slots, s.evicted, spares, o.nproc);
       if (!plan.problem.empty()) {
         logLine(s.log, "cannot restart: %s; stopping the job", plan.problem.c_str());
         s.end(fault->exit_code, culprit + "; then " + plan.problem);

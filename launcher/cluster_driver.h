@@ -31,6 +31,7 @@ struct ClusterOptions {
   std::chrono::milliseconds join_timeout{300000};
   std::chrono::milliseconds stop_timeout{3000};   // the executors' grace period
   std::chrono::milliseconds self_check_timeout{120000};
+  uint64_t link_check_bytes = uint64_t{8} << 20;  // each host's probe to the next in the link check
 };
 
 class ClusterDriver {

@@ -155,6 +155,9 @@ std::string encodeReport(const ExecutorReport& report) {
       .number(static_cast<int>(report.state))
       .number(static_cast<int>(report.self_check))
       .number(report.signal)
+      .number(static_cast<int>(report.link_check))
+      .number(report.link_peer)
+      .unsignedNumber(report.link_kbps)
       .number(static_cast<int64_t>(report.ranks.size()));
   for (const RankSample& s : report.ranks) {
     w.number(s.rank)
@@ -180,6 +183,9 @@ ExecutorReport decodeReport(const std::string& text, const std::string& key) {
   report.state = static_cast<ExecutorReport::State>(r.number(0, static_cast<int>(ExecutorReport::State::kFenced)));
   report.self_check = static_cast<ExecutorReport::Check>(r.number(0, 2));
   report.signal = static_cast<int>(r.number(0, 64));
+  report.link_check = static_cast<ExecutorReport::Check>(r.number(0, 2));
+  report.link_peer = static_cast<int>(r.number(-1, 1 << 30));
+  report.link_kbps = r.unsignedNumber();
   const int64_t n = r.number(0, kMaxItems);
   for (int64_t i = 0; i < n; ++i) {
     RankSample s;
@@ -211,6 +217,10 @@ std::string encodeMessage(const DriverMessage& message) {
       w.word("stop").number(message.attempt).number(message.self_check);
       writeList(w, message.kill);
       break;
+    case DriverMessage::Kind::kLinks:
+      w.word("links").number(message.attempt);
+      writeList(w, message.slots);
+      break;
     case DriverMessage::Kind::kEnd:
       w.word("end").number(message.exit_code).text(message.summary.substr(0, kMaxText));
       break;
@@ -223,7 +233,7 @@ DriverMessage decodeMessage(const std::string& text, const std::string& key) {
   DriverMessage m;
   const size_t space = text.find(' ');
   const std::string kind = text.substr(0, space);
-  r.word(kind == "run" || kind == "stop" ? kind.c_str() : "end");
+  r.word(kind == "run" || kind == "stop" || kind == "links" ? kind.c_str() : "end");
   if (kind == "run") {
     m.kind = DriverMessage::Kind::kRun;
     m.attempt = static_cast<int>(r.number(0, 1 << 30));
@@ -235,6 +245,11 @@ DriverMessage decodeMessage(const std::string& text, const std::string& key) {
     m.attempt = static_cast<int>(r.number(0, 1 << 30));
     m.self_check = r.number(0, 1) != 0;
     m.kill = readList(r, 0);
+  } else if (kind == "links") {
+    m.kind = DriverMessage::Kind::kLinks;
+    m.attempt = static_cast<int>(r.number(0, 1 << 30));
+    m.slots = readList(r, 0);
+    if (m.slots.size() < 2) r.fail("a link check needs two hosts or more");
   } else {
     m.kind = DriverMessage::Kind::kEnd;
     m.exit_code = static_cast<int>(r.number(0, 255));

@@ -43,6 +43,10 @@ struct ExecutorReport {
   State state = State::kIdle;
   Check self_check = Check::kNone;
   int signal = 0;                  // kSignal: the signal it got
+  // The link check of `attempt` (DriverMessage kLinks): the executor it probed and the rate (kB/s)
+  Check link_check = Check::kNone;
+  int link_peer = -1;
+  uint64_t link_kbps = 0;
   std::vector<RankSample> ranks;   // kRunning: its ranks as its last sample saw them
 };
 const char* executorStateName(ExecutorReport::State state);
@@ -50,11 +54,12 @@ std::string encodeReport(const ExecutorReport& report);
 ExecutorReport decodeReport(const std::string& text, const std::string& key);
 
 struct DriverMessage {
-  enum class Kind { kRun, kStop, kEnd };
+  enum class Kind { kRun, kStop, kLinks, kEnd };
   Kind kind = Kind::kRun;
   int attempt = 0;
   // kRun: executor of each host slot (slot s runs ranks s * nproc ...), and for each slot the executor whose
   // replicas hold that slot's checkpoints (-1: none; the slot's own executor holds them)
+  // kLinks: the executors of the next run's slots: each probes the link to the next one (the ring)
   std::vector<int> slots;
   std::vector<int> replica_sources;
   // kStop: ranks to kill at once (they hang), whether to run the self-check afterwards

@@ -13,6 +13,7 @@
 
 #include "collectives/bootstrap/local_address.h"
 #include "collectives/bootstrap/store.h"
+#include "common/checkpoint_layout.h"
 #include "common/heartbeat.h"
 #include "common/status.h"
 #include "launcher/checkpoint_replicas.h"
@@ -21,6 +22,7 @@
 #include "launcher/memory_checkpoints.h"
 #include "launcher/process_group.h"
 #include "launcher/rank_watch.h"
+#include "launcher/worker_thread.h"
 #include "topology/host_record.h"
 
 namespace megascale::launcher {
@@ -30,12 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 
 double secondsSince(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
-
-std::string rankDir(int rank) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "rank_%05d", rank);
-  return name;
-}
 
 // The executor's voice in the store, in a thread of its own so that a store that does not answer (a cut link)
 // never stops the executor from watching its ranks: it publishes the latest report every heartbeat and collects
@@ -47,34 +43,26 @@ class Reporter {
   Reporter(UniqueId id, int executor, int64_t first_message, std::chrono::milliseconds heartbeat, std::FILE* log)
       : id_(std::move(id)), executor_(executor), first_message_(first_message), heartbeat_(heartbeat), log_(log) {
     last_contact_ = last_driver_beat_ = Clock::now().time_since_epoch().count();
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~Reporter() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
+    worker_.start([this] { loop(); });
   }
 
   /// The report to publish next; published at once.
   void report(ExecutorReport report) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(worker_.mutex);
       report_ = std::move(report);
       ++version_;
     }
-    wake_.notify_all();
+    worker_.wake.notify_all();
   }
   /// Waits until the latest report has reached the store, up to `limit`.
   void flush(std::chrono::milliseconds limit) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(worker_.mutex);
     const uint64_t wanted = version_;
-    wake_.wait_for(lock, limit, [&] { return published_ >= wanted; });
+    worker_.wake.wait_for(lock, limit, [&] { return published_ >= wanted; });
   }
   std::vector<DriverMessage> takeMessages() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(worker_.mutex);
     return std::exchange(messages_, {});
   }
   Clock::time_point lastContact() const { return Clock::time_point(Clock::duration(last_contact_.load())); }
@@ -87,8 +75,8 @@ class Reporter {
     int64_t read = first_message_;
     int64_t driver_beat = -1;
     bool failing = false;
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!stop_) {
+    std::unique_lock<std::mutex> lock(worker_.mutex);
+    while (!worker_.stopping) {
       ExecutorReport report = report_;
       const uint64_t version = version_;
       lock.unlock();
@@ -119,8 +107,8 @@ class Reporter {
         store.reset();  // a reply that comes late must not be taken for the next request's
         lock.lock();
       }
-      wake_.notify_all();
-      wake_.wait_for(lock, heartbeat_, [&] { return stop_ || version_ != version; });
+      worker_.wake.notify_all();
+      worker_.wake.wait_for(lock, heartbeat_, [&] { return worker_.stopping || version_ != version; });
     }
   }
 
@@ -129,14 +117,11 @@ class Reporter {
   int64_t first_message_;
   std::chrono::milliseconds heartbeat_;
   std::FILE* log_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  ExecutorReport report_;
+  ExecutorReport report_;  // this and the rest under worker_.mutex
   uint64_t version_ = 0, published_ = 0;
   std::vector<DriverMessage> messages_;
   std::atomic<Clock::rep> last_contact_, last_driver_beat_;
-  std::thread thread_;
+  WorkerThread worker_;
 };
 
 // Pushes the files this host's ranks write in host memory to the executor that holds their replica.
@@ -144,31 +129,23 @@ class Replicator {
  public:
   Replicator(std::string dir, std::string secret, std::chrono::milliseconds period, std::FILE* log)
       : changed_(dir), dir_(std::move(dir)), secret_(std::move(secret)), period_(period), log_(log) {
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~Replicator() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
+    worker_.start([this] { loop(); });
   }
   /// Replicate these ranks' files to the executor at `address` (empty: to no one).
   void target(std::string address, std::string peer, std::vector<int> ranks) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(worker_.mutex);
     address_ = std::move(address);
     peer_ = std::move(peer);
     tops_.clear();
-    for (int r : ranks) tops_.push_back(rankDir(r));
+    for (int r : ranks) tops_.push_back(rankCheckpointDirName(r));
     changed_ = ChangedFiles(dir_);  // a new holder needs every file
   }
 
  private:
   void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(worker_.mutex);
     bool failing = false;
-    while (!stop_) {
+    while (!worker_.stopping) {
       if (!address_.empty()) {
         const std::vector<std::string> files = changed_.scan(tops_);
         const std::string address = address_, peer = peer_;
@@ -192,7 +169,7 @@ class Replicator {
           for (const std::string& path : failed) changed_.forget(path);
         }
       }
-      wake_.wait_for(lock, period_, [&] { return stop_; });
+      worker_.wake.wait_for(lock, period_, [&] { return worker_.stopping; });
     }
   }
 
@@ -200,12 +177,9 @@ class Replicator {
   std::string dir_, secret_;
   std::chrono::milliseconds period_;
   std::FILE* log_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::string address_, peer_;
+  std::string address_, peer_;  // these under worker_.mutex
   std::vector<std::string> tops_;
-  std::thread thread_;
+  WorkerThread worker_;
 };
 
 class HostExecutor {
@@ -216,6 +190,7 @@ class HostExecutor {
  private:
   void runSlot(const DriverMessage& m);
   void stop(const DriverMessage& m);
+  void checkLink(const DriverMessage& m);
   void stopRanks();
   [[noreturn]] void fence(const std::string& why);
   int slotOf(const std::vector<int>& slots) const;
@@ -266,7 +241,7 @@ void HostExecutor::fence(const std::string& why) {
 
 void HostExecutor::runSlot(const DriverMessage& m) {
   report_.attempt = m.attempt;
-  report_.self_check = ExecutorReport::Check::kNone;
+  report_.self_check = report_.link_check = ExecutorReport::Check::kNone;
   report_.ranks.clear();
   const int slot = slotOf(m.slots);
   if (slot < 0) {
@@ -285,7 +260,7 @@ void HostExecutor::runSlot(const DriverMessage& m) {
       size_t bytes = 0;
       ReplicaClient client(holder.replica_address, "host " + holder.host, o_.id.secret, c_.host_timeout);
       for (int r : ranks) {
-        for (const auto& [path, data] : client.fetch(rankDir(r))) {
+        for (const auto& [path, data] : client.fetch(rankCheckpointDirName(r))) {
           const fs::path target = fs::path(memory_->path()) / path;
           fs::create_directories(target.parent_path());
           std::ofstream(target, std::ios::binary | std::ios::trunc).write(data.data(), static_cast<std::streamsize>(data.size()));
@@ -336,7 +311,7 @@ void HostExecutor::stop(const DriverMessage& m) {
   if (group_) logLine(log_, "stopped this host's %d ranks in %.2f s", c_.nproc, secondsSince(start));
   report_.ranks.clear();
   report_.attempt = m.attempt;
-  report_.self_check = ExecutorReport::Check::kNone;
+  report_.self_check = report_.link_check = ExecutorReport::Check::kNone;
   if (m.self_check && !o_.self_check_program.empty()) {
     UniqueId check_id = o_.id;
     check_id.job_id += ".selfcheck" + std::to_string(m.attempt) + ".e" + std::to_string(executor_);
@@ -345,6 +320,29 @@ void HostExecutor::stop(const DriverMessage& m) {
                              : ExecutorReport::Check::kFailed;
   }
   report_.state = ExecutorReport::State::kStopped;
+}
+
+void HostExecutor::checkLink(const DriverMessage& m) {
+  report_.attempt = m.attempt;
+  const int position = slotOf(m.slots);
+  if (position < 0) return;  // not in the next run
+  const int next = replicaHolder(m.slots, position);
+  report_.link_peer = next;
+  std::string peer = "executor " + std::to_string(next);
+  try {
+    const ExecutorInfo info = infoOf(next);
+    peer = "host " + info.host;
+    ReplicaClient client(info.replica_address, peer, o_.id.secret, c_.host_timeout);
+    const double gbps = client.probe(c_.link_check_bytes);
+    report_.link_check = ExecutorReport::Check::kPassed;
+    report_.link_kbps = static_cast<uint64_t>(gbps * 1e6);
+    logLine(log_, "link check to %s: %.3f GB/s (%.0f MiB, exact)", peer.c_str(), gbps,
+            static_cast<double>(c_.link_check_bytes) / (1 << 20));
+  } catch (const std::exception& e) {
+    report_.link_check = ExecutorReport::Check::kFailed;
+    report_.link_kbps = 0;
+    logLine(log_, "link check to %s FAILED: %s", peer.c_str(), e.what());
+  }
 }
 
 int HostExecutor::run(volatile int* forward_signal) {
@@ -399,6 +397,7 @@ int HostExecutor::run(volatile int* forward_signal) {
         return m.exit_code;
       }
       if (m.kind == DriverMessage::Kind::kStop) stop(m);
+      if (m.kind == DriverMessage::Kind::kLinks) checkLink(m);
       if (m.kind == DriverMessage::Kind::kRun) runSlot(m);
       reporter.report(report_);
     }

@@ -100,6 +100,8 @@ TEST_F(ReplicaTest, HostileRequestsAreDroppedAndLogged) {
   hostile({0x5052534d, 1, 9, 0, 1}, "../escape");
   hostile({0x5052534d, 1, 4, 0, uint64_t{1} << 50}, "abcd");
   hostile({0x12345678, 1, 4, 0, 1}, "abcd");
+  hostile({0x5052534d, 3, 0, 0, uint64_t{2} << 30}, "");  // a probe over 1 GiB
+  hostile({0x5052534d, 3, 4, 0, 16}, "abcd");             // a probe with a path
   EXPECT_FALSE(fs::exists(dir / "escape"));
   ReplicaClient client(server.address(), "host a", kSecret, milliseconds(2000));
   client.put("rank_00000/ok", "fine");
@@ -107,6 +109,34 @@ TEST_F(ReplicaTest, HostileRequestsAreDroppedAndLogged) {
   const std::string text = logged();
   EXPECT_NE(text.find("a path outside the replica directory: ../escape"), std::string::npos) << text;
   EXPECT_NE(text.find("malformed request header"), std::string::npos) << text;
+}
+
+TEST_F(ReplicaTest, ALinkProbeArrivesExactWithItsRateAndWrongBytesAreCaught) {
+  ReplicaServer server((dir / "replicas").string(), "127.0.0.1", kSecret, milliseconds(5000), log);
+  {
+    ReplicaClient client(server.address(), "host b", kSecret, milliseconds(5000));
+    const double gbps = client.probe(uint64_t{8} << 20);
+    EXPECT_GT(gbps, 0.01) << "8 MiB over loopback";
+    EXPECT_GT(client.probe(3), 0);  // less than one chunk, on the same connection
+    EXPECT_THROW(client.probe(0), Error);
+    EXPECT_THROW(client.probe(uint64_t{2} << 30), Error);
+  }
+  // Bytes that are not the pattern (the server serves one connection at a time): the server says so.
+  Fd fd = connectTcp(parseHostPort(server.address()), deadlineAfter(milliseconds(2000)), "test");
+  setNonBlocking(fd.get());
+  AuthSession auth(AuthSession::Role::kClient, kSecret);
+  ASSERT_TRUE(AuthSession::runBlocking(auth, fd.get(), deadlineAfter(milliseconds(2000)), "test").isOk());
+  const struct {
+    uint32_t magic, op, path_length, pad;
+    uint64_t body_length;
+  } header{0x5052534d, 3, 0, 0, 4096};
+  const std::string zeros(4096, '\0');
+  ASSERT_TRUE(sendAll(fd.get(), &header, sizeof(header), deadlineAfter(milliseconds(2000)), "test").isOk());
+  ASSERT_TRUE(sendAll(fd.get(), zeros.data(), zeros.size(), deadlineAfter(milliseconds(2000)), "test").isOk());
+  uint32_t wrong = 0;
+  ASSERT_TRUE(recvAll(fd.get(), &wrong, sizeof(wrong), deadlineAfter(milliseconds(2000)), "test").isOk());
+  EXPECT_EQ(wrong, 1u);
+  EXPECT_TRUE(fs::is_empty(dir / "replicas")) << "a probe leaves nothing behind";
 }
 
 TEST_F(ReplicaTest, ChangedFilesOffersEachNewVersionOnce) {

@@ -5,8 +5,10 @@ on two host slots of 2 ranks each, with a third host as a spare.
 loopback (any user): the hosts are megascale-run processes with host names of their own, on 127.0.0.1.
   1. fault-free: the reference losses;
   2. a rank killed: detected and named with its host, every rank restarted on the same hosts;
-  3. a whole host lost (its megascale-run and its ranks killed): the driver evicts it, the spare takes its slot
-     with the slot's checkpoints fetched from their replica on another host, and the ranks resume from host memory.
+  3. a whole host lost (its megascale-run and its ranks killed), with --self-check: the driver evicts it, the
+     others pass their self-check, the hosts of the next run pass the link check between them, the spare takes the
+     slot with the slot's checkpoints fetched from their replica on another host, and the ranks resume from host
+     memory.
 emulated (root): the hosts are network namespaces of testbed/emulated_cluster.sh, the store on host 0.
   4. host 1's cable pulled for 2 s: ridden out, no restart;
   5. host 1's cable pulled for longer than --host-timeout: its executor stops its ranks and leaves (fenced), the
@@ -56,7 +58,7 @@ STORE_ADDRESS = CLUSTER.address(0) if mode == "emulated" else "127.0.0.1"
 STORE_PORT = 29000 + os.getpid() % 1000
 
 
-def start_hosts(work, job_id):
+def start_hosts(work, job_id, extra=()):
     """Host 0 and 1 run slots 0 and 1 (ranks 0-1, 2-3), host 2 joins as the spare; returns their Jobs."""
     train = [train_bin, "--data", os.path.join(work, "..", "text.txt"), "--layers", "4", "--d-model", "32",
              "--heads", "4", "--seq-len", "16", "--batch-size", "8", "--steps", str(STEPS), "--lr", "1e-3",
@@ -68,7 +70,8 @@ def start_hosts(work, job_id):
         place = ["--rank-offset", str(2 * i)] if i < 2 else []
         run = [run_bin, "--store", f"tcp://{STORE_ADDRESS}:{STORE_PORT}", "--job-id", job_id, "--world-size", "4",
                "-n", "2", *place, "--spare-hosts", "1", "--max-restarts", "2", "--heartbeat-ms", str(HEARTBEAT_MS),
-               "--hang-timeout", str(HANG_TIMEOUT), "--host-timeout", str(HOST_TIMEOUT), "--grace-ms", "1000"]
+               "--hang-timeout", str(HANG_TIMEOUT), "--host-timeout", str(HOST_TIMEOUT), "--grace-ms", "1000",
+               *extra]
         jobs.append(Job(on_host(i, run + train), env={"MEGASCALE_JOB_SECRET": SECRET, "MEGASCALE_TIMEOUT_MS": "60000"}))
         time.sleep(0.2)  # host 0 joins first: it drives
     return jobs
@@ -85,11 +88,11 @@ def finish(jobs, name):
     return codes
 
 
-def run_case(root, name, reference, fault):
+def run_case(root, name, reference, fault, extra=()):
     """Runs the job, calls fault(jobs, work) once it is under way, and checks what every case shares."""
     work = os.path.join(root, name)
     os.makedirs(work)
-    jobs = start_hosts(work, f"{TAG}-{name}")
+    jobs = start_hosts(work, f"{TAG}-{name}", extra)
     try:
         faults.wait_for_step(os.path.join(work, "steps.csv"), 12, process=jobs[0].process)
         fault(jobs, work)
@@ -126,7 +129,7 @@ def loopback_cases(root, reference):
         faults.wait_for_step(os.path.join(work, "steps.csv"), 14, process=jobs[0].process)  # replicas reach host 0
         os.kill(jobs[1].process.pid, signal.SIGKILL)
 
-    jobs, codes = run_case(root, "host_lost", reference, lose_host)
+    jobs, codes = run_case(root, "host_lost", reference, lose_host, ["--self-check"])
     check(codes[2] == 0, f"host_lost: the spare host finished the job (exit {codes[2]})")
     check(any("(host host1 (executor 1))" in text for _, text in jobs[0].driver("detected")),
           f"host_lost: the fault is on host1: {jobs[0].driver('detected')}")
@@ -136,6 +139,13 @@ def loopback_cases(root, reference):
     check(jobs[2].driver("took over slot 1 (ranks 2-3): fetched their checkpoints") != [],
           "host_lost: the spare fetched the slot's checkpoints from the replica")
     check(resumed_from_memory(jobs[0]), "host_lost: every rank resumed from host memory (no disk read)")
+    check(all(jobs[i].driver("self-check on this host's 2 ranks: passed") != [] for i in (0, 2)),
+          "host_lost: host0 and the spare passed their self-checks")
+    check(jobs[0].driver("link check of 2 hosts") != [] and jobs[0].driver("link check of 2 hosts")[0][1].find(
+          "2 of 2 links passed") > 0, f"host_lost: the next run's hosts passed the link check: "
+          f"{jobs[0].driver('link check of 2 hosts')}")
+    check(jobs[0].driver("link check to host host2:") != [] and jobs[2].driver("link check to host host0:") != [],
+          "host_lost: each host probed the link to the other")
 
 
 def emulated_cases(root, reference):

@@ -24,6 +24,9 @@ TEST(ExecutorProtocol, ReportRoundTripsWithEveryRank) {
   report.attempt = 3;
   report.state = ExecutorReport::State::kStopped;
   report.self_check = ExecutorReport::Check::kFailed;
+  report.link_check = ExecutorReport::Check::kPassed;
+  report.link_peer = 2;
+  report.link_kbps = 1171875;
   RankSample a;
   a.rank = 4;
   a.running = false;
@@ -43,6 +46,9 @@ TEST(ExecutorProtocol, ReportRoundTripsWithEveryRank) {
   EXPECT_EQ(back.attempt, 3);
   EXPECT_EQ(back.state, ExecutorReport::State::kStopped);
   EXPECT_EQ(back.self_check, ExecutorReport::Check::kFailed);
+  EXPECT_EQ(back.link_check, ExecutorReport::Check::kPassed);
+  EXPECT_EQ(back.link_peer, 2);
+  EXPECT_EQ(back.link_kbps, 1171875u);
   ASSERT_EQ(back.ranks.size(), 2u);
   EXPECT_EQ(back.ranks[0].rank, 4);
   EXPECT_FALSE(back.ranks[0].running);
@@ -77,6 +83,15 @@ TEST(ExecutorProtocol, MessagesRoundTrip) {
   EXPECT_EQ(s.kill, stop.kill);
   EXPECT_TRUE(s.self_check);
 
+  DriverMessage links;
+  links.kind = DriverMessage::Kind::kLinks;
+  links.attempt = 4;
+  links.slots = {0, 5, 2};
+  const DriverMessage l = decodeMessage(encodeMessage(links), "driver/message/3");
+  EXPECT_EQ(l.kind, DriverMessage::Kind::kLinks);
+  EXPECT_EQ(l.attempt, 4);
+  EXPECT_EQ(l.slots, links.slots);
+
   DriverMessage end;
   end.kind = DriverMessage::Kind::kEnd;
   end.exit_code = 137;
@@ -97,11 +112,13 @@ TEST(ExecutorProtocol, MalformedValuesAreRefusedNamingTheKey) {
       "report",
       good.substr(0, good.size() - 3),
       good + " 1",
-      "report 1 0 9 0 0 0",          // an unknown state
-      "report 1 0 0 0 0 -1",         // a negative count
-      "report 1 0 0 0 0 99999999",   // more ranks than allowed
-      "report x 0 0 0 0 0",
-      "report 1 0 0 0 0 1 0 1 0 0 1 5 0 0 0 99999:abc",  // a text longer than the value
+      "report 1 0 9 0 0 0 -1 0 0",          // an unknown state
+      "report 1 0 0 0 0 3 -1 0 0",          // an unknown link check
+      "report 1 0 0 0 0 1 -2 0 0",          // no such link peer
+      "report 1 0 0 0 0 0 -1 0 -1",         // a negative count
+      "report 1 0 0 0 0 0 -1 0 99999999",   // more ranks than allowed
+      "report x 0 0 0 0 0 -1 0 0",
+      "report 1 0 0 0 0 0 -1 0 1 0 1 0 0 1 5 0 0 0 99999:abc",  // a text longer than the value
   };
   for (const std::string& text : bad) {
     try {
@@ -113,7 +130,7 @@ TEST(ExecutorProtocol, MalformedValuesAreRefusedNamingTheKey) {
   }
   for (const std::string& text : {std::string("run 1 0 0"), std::string("run 1 2 0 1 1 5"),
                                   std::string("stop 1 2 0"), std::string("end 300 0:"), std::string("launch 1"),
-                                  std::string("end 0 4:ab")}) {
+                                  std::string("end 0 4:ab"), std::string("links 1 1 0"), std::string("links 1 2 0")}) {
     EXPECT_THROW(decodeMessage(text, "driver/message/1"), Error) << text;
   }
   EXPECT_THROW(decodeExecutorInfo("host 2:h1 nproc 0 replicas 0: slot -1", "driver/exec/1"), Error);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/checkpoint_layout.h"
 #include "trainer/checkpoint/sharded_checkpoint.h"
 #include "trainer/io/section_file.h"
 
@@ -17,11 +18,7 @@ constexpr uint32_t kVersion = 1;
 
 }  // namespace
 
-std::string rankCheckpointDir(const std::string& dir, int rank) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "/rank_%05d", rank);
-  return dir + name;
-}
+std::string rankCheckpointDir(const std::string& dir, int rank) { return dir + "/" + rankCheckpointDirName(rank); }
 
 namespace {
 
