@@ -155,24 +155,32 @@ struct ClusterDriver::State {
     const auto start = Clock::now();
     const auto limit = options.stop_timeout + options.host_timeout +
                        (options.self_check ? options.self_check_timeout : std::chrono::milliseconds(0));
-    std::set<int> waiting, lost;
+    std::set<int> waiting;
     for (size_t e = 0; e < executors.size(); ++e) {
       if (evicted.count(static_cast<int>(e)) == 0) waiting.insert(static_cast<int>(e));
     }
-    while (!waiting.empty() && Clock::now() - start < limit) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      refresh();
-      std::erase_if(waiting, [&](int e) {
-        const ExecutorReport& r = executors[static_cast<size_t>(e)].report;
-        return r.attempt == attempt && r.state == ExecutorReport::State::kStopped;
-      });
-      // One that stopped answering before the stop will not answer it.
-      std::erase_if(waiting, [&](int e) { return silent(e) && lost.insert(e).second; });
-    }
-    lost.insert(waiting.begin(), waiting.end());
+    const std::set<int> lost = awaitAnswers(std::move(waiting), start + limit, [&](int e) {
+      const ExecutorReport& r = executors[static_cast<size_t>(e)].report;
+      return r.attempt == attempt && r.state == ExecutorReport::State::kStopped;
+    });
     logLine(log, "stopped the ranks of every answering host in %.2f s%s", secondsSince(start),
             lost.empty() ? "" : "; some hosts did not answer");
     return lost;
+  }
+
+  // Waits until each of `waiting` has answered (its report says so) or `deadline` passes; the ones that did not
+  // answer. One that has stopped answering at all is not waited for.
+  template <typename Answered>
+  std::set<int> awaitAnswers(std::set<int> waiting, Clock::time_point deadline, Answered answered) {
+    std::set<int> silent_ones;
+    while (!waiting.empty() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      refresh();
+      std::erase_if(waiting, answered);
+      std::erase_if(waiting, [&](int e) { return silent(e) && silent_ones.insert(e).second; });
+    }
+    silent_ones.insert(waiting.begin(), waiting.end());
+    return silent_ones;
   }
 
   // Ranks fail fast when a host dies (their connections to it break), long before the host's executor has been
@@ -217,15 +225,9 @@ struct ClusterDriver::State {
       const ExecutorReport& r = executors[static_cast<size_t>(e)].report;
       return r.attempt == attempt && r.link_check != ExecutorReport::Check::kNone;
     };
-    std::set<int> waiting(ring.begin(), ring.end()), evict;
     // A probe takes at most the host timeout; its answer comes with the next report.
-    while (!waiting.empty() && Clock::now() - start < 2 * options.host_timeout) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      refresh();
-      std::erase_if(waiting, answered);
-      std::erase_if(waiting, [&](int e) { return silent(e) && evict.insert(e).second; });
-    }
-    evict.insert(waiting.begin(), waiting.end());
+    std::set<int> evict =
+        awaitAnswers(std::set<int>(ring.begin(), ring.end()), start + 2 * options.host_timeout, answered);
     for (int e : evict) logLine(log, "evicting %s: it did not answer the link check", host(e).c_str());
     std::vector<LinkProbe> probes;
     for (size_t position = 0; position < ring.size(); ++position) {
