@@ -20,9 +20,11 @@ detection, restart and redone steps.
 Usage: bench/fault_campaign.py BUILD_DIR [--trials N] [--ettr-minutes M] [--fault-every S] [--seed S]
 """
 import argparse
+import json
 import os
 import platform
 import random
+import resource
 import signal
 import statistics
 import subprocess
@@ -247,7 +249,7 @@ def checkpoint_cost(build, root, pairs, steps):
     if not os.path.exists(data):
         print("checkpoint cost: skipped (the jargon-text package's text is missing)")
         return
-    per_step = {0: [], 1: []}
+    per_step, cpu, blocked = {0: [], 1: []}, {0: [], 1: []}, []
     for i in range(pairs):
         for every in (0, 1):
             work = os.path.join(root, f"cost-{every}-{i}")
@@ -256,17 +258,30 @@ def checkpoint_cost(build, root, pairs, steps):
                     os.path.join(build, "trainer", "megascale-train"), "--config",
                     os.path.join(SOURCE, "trainer", "configs", "main_job.conf"), "--data", data, "--steps", str(steps),
                     "--memory-checkpoint-every", str(every), "--log-every", str(steps), "--sample-tokens", "0",
-                    "--csv", os.path.join(work, "steps.csv")]
+                    "--csv", os.path.join(work, "steps.csv"), "--summary-json", os.path.join(work, "summary.json")]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             subprocess.run(argv, capture_output=True, check=True, timeout=900)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[every].append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / steps)
             with open(os.path.join(work, "steps.csv")) as f:
                 rows = [line.split(",") for line in list(f)[1:]]
             # From the end of the first step (start-up and its first save left out) to the end of the last.
             per_step[every].append((float(rows[-1][7]) - float(rows[0][7])) / (len(rows) - 1))
+            with open(os.path.join(work, "summary.json")) as f:
+                summary = json.load(f)
+            if summary["checkpoint_saves"] > 0:
+                blocked.append(summary["checkpoint_blocked_s"] / summary["checkpoint_saves"])
     off, on = statistics.median(per_step[0]), statistics.median(per_step[1])
     print(f"\ncheckpoint cost, main job (8 ranks tp2 x pp2 x dp2), {pairs} alternating pairs of {steps} steps:")
-    print(f"  no checkpoints {off * 1e3:.1f} ms/step, into host memory every step {on * 1e3:.1f} ms/step: "
+    print(f"  wall: no checkpoints {off * 1e3:.1f} ms/step, into host memory every step {on * 1e3:.1f} ms/step: "
           f"{(on / off - 1) * 100:+.1f}% (pairs: " +
           ", ".join(f"{(b / a - 1) * 100:+.1f}%" for a, b in zip(per_step[0], per_step[1])) + ")", flush=True)
+    # CPU time of all ranks (start-up included, alike in both): steadier than wall time on a shared VM.
+    off, on = statistics.median(cpu[0]), statistics.median(cpu[1])
+    print(f"  CPU of all ranks: {off * 1e3:.1f} and {on * 1e3:.1f} ms/step: {(on / off - 1) * 100:+.1f}% (pairs: " +
+          ", ".join(f"{(b / a - 1) * 100:+.1f}%" for a, b in zip(cpu[0], cpu[1])) + ")", flush=True)
+    print(f"  a save blocks the reporting rank {statistics.median(blocked) * 1e3:.2f} ms (median of the runs' means)",
+          flush=True)
 
 
 def main():

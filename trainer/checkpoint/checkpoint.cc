@@ -51,13 +51,17 @@ void addCheckpointHeader(SectionWriter& out, const std::string& shape, const Tra
   out.addValue("optimizer_steps", optimizer_steps);
 }
 
-void checkShape(const SectionFile& file, const std::string& expected_shape) {
-  const std::string_view saved_view = file.section("shape");
-  if (saved_view == expected_shape) return;
-  std::string saved(saved_view), wanted = expected_shape;
+std::string shapeMismatch(std::string_view saved_shape, const std::string& expected_shape) {
+  if (saved_shape == expected_shape) return "";
+  std::string saved(saved_shape), wanted = expected_shape;
   for (char& c : saved) c = c == '\n' ? ' ' : c;
   for (char& c : wanted) c = c == '\n' ? ' ' : c;
-  throw file.error("saved for another model: {" + saved + "} but this run is {" + wanted + "}");
+  return "saved for another model: {" + saved + "} but this run is {" + wanted + "}";
+}
+
+void checkShape(const SectionFile& file, const std::string& expected_shape) {
+  const std::string mismatch = shapeMismatch(file.section("shape"), expected_shape);
+  if (!mismatch.empty()) throw file.error(mismatch);
 }
 
 TrainingState readTrainingState(const SectionFile& file) {

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainer/model/gpt.h"
@@ -29,6 +30,8 @@ void saveCheckpoint(const std::string& path, const TrainingState& state, const G
 /// Fills model, optimizer and state. Throws std::runtime_error naming the file and the problem.
 TrainingState loadCheckpoint(const std::string& path, Gpt<float>& model, Optimizer<float>& optimizer);
 
+/// "" when the shapes are equal, else what differs ("saved for another model: {...} but this run is {...}").
+std::string shapeMismatch(std::string_view saved_shape, const std::string& expected_shape);
 class SectionFile;
 /// Throws naming the file unless its "shape" section equals expected_shape.
 void checkShape(const SectionFile& file, const std::string& expected_shape);

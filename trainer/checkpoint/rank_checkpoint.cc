@@ -4,19 +4,13 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <random>
+#include <stdexcept>
 
 #include "common/checkpoint_layout.h"
-#include "trainer/checkpoint/sharded_checkpoint.h"
-#include "trainer/io/section_file.h"
+#include "trainer/checkpoint/rank_slot_file.h"
 
 namespace megascale::trainer {
-
-namespace {
-
-constexpr char kRankMagic[8] = {'M', 'S', 'R', 'A', 'N', 'K', '0', '1'};
-constexpr uint32_t kVersion = 1;
-
-}  // namespace
 
 std::string rankCheckpointDir(const std::string& dir, int rank) { return dir + "/" + rankCheckpointDirName(rank); }
 
@@ -26,21 +20,10 @@ std::string slotPath(const std::string& dir, int rank, int slot) {
   return rankCheckpointDir(dir, rank) + "/slot_" + std::to_string(slot) + ".ckpt";
 }
 
-// The slot's file when it is intact (whole, checksums right), else nothing.
-std::unique_ptr<SectionFile> intactSlot(const std::string& path) {
-  try {
-    auto file = std::make_unique<SectionFile>(path, kRankMagic, kVersion, "megascale rank checkpoint");
-    file->value<int64_t>("step");
-    return file;
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-}
-
 // The step an intact slot holds, or -1.
 int64_t slotStep(const std::string& path) {
-  const auto file = intactSlot(path);
-  return file ? file->value<int64_t>("step") : -1;
+  const RankSlotRead slot = readRankSlot(path);
+  return slot.intact ? slot.header.state.step : -1;
 }
 
 // Every slot file the rank has, by slot number (slots beyond the writer's count stay readable).
@@ -64,7 +47,11 @@ std::vector<int> existingSlots(const std::string& dir, int rank) {
 RankCheckpointWriter::RankCheckpointWriter(std::string dir, int rank, int slots)
     : dir_(std::move(dir)), rank_(rank), slots_(slots) {
   if (slots_ < 2) throw std::invalid_argument("a rank checkpoint needs at least 2 slots, not " + std::to_string(slots));
+  std::random_device random;  // a fresh start per writer: no stamp an earlier writer left can match its own
+  generation_ = uint64_t{random()} << 32 | random();
 }
+
+RankCheckpointWriter::~RankCheckpointWriter() = default;
 
 void RankCheckpointWriter::write(const RankCheckpoint& c) {
   if (next_slot_ < 0) {
@@ -82,11 +69,17 @@ void RankCheckpointWriter::write(const RankCheckpoint& c) {
         next_slot_ = slot;
       }
     }
+    mapped_.resize(static_cast<size_t>(slots_));
   }
-  SectionWriter out;
-  addCheckpointHeader(out, c.shape, c.state, c.optimizer_steps);
-  out.addViews("shards", c.shard_pieces);
-  out.overwrite(slotPath(dir_, rank_, next_slot_), kRankMagic, kVersion);
+  uint64_t state_bytes = 0;
+  for (const std::string_view piece : c.shard_pieces) state_bytes += piece.size();
+  std::unique_ptr<RankSlotWriter>& slot = mapped_[static_cast<size_t>(next_slot_)];
+  if (!slot || !slot->fits(c.shape.size(), state_bytes)) {
+    slot.reset();
+    slot = std::make_unique<RankSlotWriter>(slotPath(dir_, rank_, next_slot_), c.shape.size(), state_bytes);
+  }
+  if (++generation_ == 0) ++generation_;
+  slot->write(generation_, RankSlotHeader{c.shape, c.state, c.optimizer_steps, state_bytes}, c.shard_pieces);
   next_slot_ = (next_slot_ + 1) % slots_;
 }
 
@@ -101,27 +94,28 @@ std::vector<int64_t> rankCheckpointSteps(const std::string& dir, int rank) {
 }
 
 RankCheckpoint readRankCheckpoint(const std::string& dir, int rank, int64_t step, const std::string& expected_shape) {
-  std::unique_ptr<SectionFile> found;  // each slot read once
+  std::vector<std::string> problems;
   for (int slot : existingSlots(dir, rank)) {
-    found = intactSlot(slotPath(dir, rank, slot));
-    if (found && found->value<int64_t>("step") == step) break;
-    found.reset();
+    const std::string path = slotPath(dir, rank, slot);
+    if (slotStep(path) != step) continue;
+    RankCheckpoint c;
+    const RankSlotRead read = readRankSlot(path, &c.shards);
+    if (!read.intact) {  // torn since the first look: another process writes this rank's slots
+      problems.push_back(read.problem);
+      continue;
+    }
+    if (const std::string mismatch = shapeMismatch(read.header.shape, expected_shape); !mismatch.empty()) {
+      throw std::runtime_error("checkpoint slot " + path + ": " + mismatch);
+    }
+    c.shape = expected_shape;
+    c.state = read.header.state;
+    c.optimizer_steps = read.header.optimizer_steps;
+    return c;
   }
-  if (!found) {
-    throw std::runtime_error("no intact checkpoint of step " + std::to_string(step) + " in " +
-                             rankCheckpointDir(dir, rank));
-  }
-  const SectionFile& file = *found;
-  checkShape(file, expected_shape);
-  RankCheckpoint c;
-  c.shape = expected_shape;
-  c.state = readTrainingState(file);
-  c.optimizer_steps = file.value<int64_t>("optimizer_steps");
-  const std::string_view shards = file.section("shards");
-  if (shards.size() % sizeof(float) != 0) throw file.error("its shards section is not whole floats");
-  c.shards.resize(shards.size() / sizeof(float));
-  std::memcpy(c.shards.data(), shards.data(), shards.size());
-  return c;
+  std::string why;
+  for (const std::string& p : problems) why += "; " + p;
+  throw std::runtime_error("no intact checkpoint of step " + std::to_string(step) + " in " +
+                           rankCheckpointDir(dir, rank) + why);
 }
 
 }  // namespace megascale::trainer

@@ -4,13 +4,15 @@
 // checkpoints (sharded_checkpoint.h) they load only into the layout that wrote them; the shape they record
 // (model, optimizer, layout, rank, size) says so, and a mismatch is refused naming the file.
 //
-// Layout: dir/rank_RRRRR/slot_0.ckpt, slot_1.ckpt, ... (MEGASCALE_MEMORY_CHECKPOINT_SLOTS, default 2), section
-// files (checksummed) written in place in turn: a checkpoint every step reuses the same pages of host memory, and
-// a rank killed while writing one slot still holds the checkpoints before in the others (its torn slot fails its
-// checksum). More slots let a replica on another host lag that many steps behind and still meet the others.
+// Layout: dir/rank_RRRRR/slot_0.ckpt, slot_1.ckpt, ... (MEGASCALE_MEMORY_CHECKPOINT_SLOTS, default 2), files the
+// writer keeps mapped and rewrites in place in turn (rank_slot_file.h): a checkpoint every step is one memcpy into
+// the same pages of host memory, and a rank killed while writing one slot still holds the checkpoints before in
+// the others (its torn slot's stamps differ). More slots let a replica on another host lag that many steps
+// behind and still meet the others.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,9 +33,11 @@ std::string rankCheckpointDir(const std::string& dir, int rank);
 
 /// Writes the rank's checkpoint over the oldest of its `slots` slots (in turn within this process; after a
 /// restart, first the one holding the oldest step). Throws std::runtime_error on I/O failure.
+class RankSlotWriter;
 class RankCheckpointWriter {
  public:
   RankCheckpointWriter(std::string dir, int rank, int slots = 2);
+  ~RankCheckpointWriter();
   void write(const RankCheckpoint& checkpoint);
 
  private:
@@ -41,6 +45,8 @@ class RankCheckpointWriter {
   int rank_;
   int slots_;
   int next_slot_ = -1;  // -1: not chosen yet
+  uint64_t generation_;
+  std::vector<std::unique_ptr<RankSlotWriter>> mapped_;  // by slot, mapped at their first write
 };
 
 /// The steps of the intact checkpoints this rank holds in dir, oldest first (each slot read and checked).

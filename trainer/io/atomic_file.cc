@@ -69,17 +69,4 @@ void writeFileAtomically(const std::string& path, const std::vector<std::string_
   }
 }
 
-void overwriteFile(const std::string& path, const std::vector<std::string_view>& parts) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw failure("cannot open", path);
-  off_t length = 0;
-  for (const std::string_view part : parts) length += static_cast<off_t>(part.size());
-  if (!writeAll(fd, parts) || ftruncate(fd, length) != 0) {
-    auto error = failure("cannot write", path);
-    close(fd);
-    throw error;
-  }
-  close(fd);
-}
-
 }  // namespace megascale::trainer

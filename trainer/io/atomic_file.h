@@ -13,8 +13,4 @@ void writeFileAtomically(const std::string& path, std::string_view contents);
 /// The same for a file made of `parts` in order (no copy into one buffer first).
 void writeFileAtomically(const std::string& path, const std::vector<std::string_view>& parts);
 
-/// Writes `parts` over the file in place (created if missing, cut to their length), without fsync or rename:
-/// not atomic, for files in host memory whose readers check a checksum. Throws like writeFileAtomically.
-void overwriteFile(const std::string& path, const std::vector<std::string_view>& parts);
-
 }  // namespace megascale::trainer

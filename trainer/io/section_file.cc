@@ -55,11 +55,6 @@ void SectionWriter::write(const std::string& path, const char (&magic)[8], uint3
   writeFileAtomically(path, file(header, magic, version));
 }
 
-void SectionWriter::overwrite(const std::string& path, const char (&magic)[8], uint32_t version) const {
-  std::string header;
-  overwriteFile(path, file(header, magic, version));
-}
-
 std::runtime_error SectionFile::error(const std::string& problem) const {
   return std::runtime_error("checkpoint " + path_ + ": " + problem);
 }

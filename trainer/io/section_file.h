@@ -32,9 +32,6 @@ class SectionWriter {
   }
   /// Throws std::runtime_error on I/O failure.
   void write(const std::string& path, const char (&magic)[8], uint32_t version) const;
-  /// Overwrites `path` in place, without fsync (for files in host memory rewritten every step: no new pages, no
-  /// rename). Not atomic: a crash mid-write leaves a file whose checksum fails, so keep another copy.
-  void overwrite(const std::string& path, const char (&magic)[8], uint32_t version) const;
 
  private:
   /// The section's name and length, as they precede its bytes.

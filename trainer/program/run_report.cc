@@ -132,6 +132,14 @@ std::string summaryText(const RunSummary& s) {
                   s.wait_dp_s * 1e3);
     out += buffer;
   }
+  if (s.checkpoint_saves > 0) {
+    const double step_s = s.elapsed_s / static_cast<double>(std::max<int64_t>(1, s.steps_run));
+    const double each_s = s.checkpoint_blocked_s / static_cast<double>(s.checkpoint_saves);
+    std::snprintf(buffer, sizeof(buffer), "\ncheckpoints: %lld saves blocked training %.2f ms each (%.2f%% of the %.1f ms steps)",
+                  static_cast<long long>(s.checkpoint_saves), each_s * 1e3,
+                  s.checkpoint_blocked_s / std::max(s.elapsed_s, 1e-9) * 100, step_s * 1e3);
+    out += buffer;
+  }
   return out;
 }
 
@@ -147,7 +155,9 @@ void writeSummaryJson(const std::string& path, const RunSummary& s) {
     << ",\n  \"threads\": " << s.threads << ",\n  \"precision\": \"" << s.precision << "\",\n  \"block\": \"" << s.block
     << "\",\n  \"layout\": \"" << s.layout << "\",\n  \"compute_s_per_step\": " << s.compute_s
     << ",\n  \"exposed_comm_s_per_step\": " << s.exposed_s << ",\n  \"tp_wait_s_per_step\": " << s.wait_tp_s
-    << ",\n  \"pp_wait_s_per_step\": " << s.wait_pp_s << ",\n  \"dp_wait_s_per_step\": " << s.wait_dp_s << "\n}\n";
+    << ",\n  \"pp_wait_s_per_step\": " << s.wait_pp_s << ",\n  \"dp_wait_s_per_step\": " << s.wait_dp_s
+    << ",\n  \"checkpoint_saves\": " << s.checkpoint_saves << ",\n  \"checkpoint_blocked_s\": " << s.checkpoint_blocked_s
+    << "\n}\n";
   writeFileAtomically(path, j.str());
 }
 

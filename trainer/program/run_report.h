@@ -28,6 +28,9 @@ struct RunSummary {
   // Per step, averaged like tokens_per_s: compute (waits taken out) and exposed communication by kind.
   double compute_s = 0, exposed_s = 0, wait_tp_s = 0, wait_pp_s = 0, wait_dp_s = 0;
   std::string layout;  // "" for one process
+  // Time the training loop spent blocked in checkpoint saves (memory and disk), and how many there were.
+  int64_t checkpoint_saves = 0;
+  double checkpoint_blocked_s = 0;
 };
 
 /// "step   12/300 | loss 3.4512 | lr 2.97e-04 | 4,123 tok/s | MFU 48.1% | ETA 1m02s"

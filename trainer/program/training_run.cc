@@ -180,7 +180,10 @@ int runTraining(const TrainOptions& options) {
     }
     if (!targets.empty()) {
       heartbeat::reportStep(step + 1, "ckpt");
+      const auto save_start = Clock::now();
       engine->save(targets, TrainingState{step + 1, loader.position(), random.state()});
+      summary.checkpoint_blocked_s += secondsSince(save_start);
+      ++summary.checkpoint_saves;
     }
   }
   if (!o.checkpoint_dir.empty() && !records.empty()) {

@@ -1,5 +1,5 @@
 // A rank's own checkpoints: written from views in place, read back whole; the newest kept; another shape, a
-// truncated or corrupted file refused naming the file.
+// torn or truncated slot refused naming the file.
 #include "trainer/checkpoint/rank_checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -64,12 +64,13 @@ TEST(RankCheckpoint, RefusesAnotherShapeAndATornSlotKeepingTheOther) {
   writer.write(at(8, a, b));
   expectRefused(dir, 7, "model=x\nrank=4\n", "saved for another model");
   expectRefused(dir, 9, "model=x\nrank=3\n", "no intact checkpoint of step 9");
-  // Step 8's slot torn (a rank killed while writing it), then cut short: step 7 stays readable.
+  // Step 8's slot torn (a rank killed while writing it: the end stamp of a newer write), then cut short: step 7
+  // stays readable.
   const std::string path = dir + "/rank_00003/slot_1.ckpt";
   const auto size = std::filesystem::file_size(path);
   {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(size - 100));
+    f.seekp(static_cast<std::streamoff>(size - 8));
     f.put('\x7f');
   }
   EXPECT_EQ(rankCheckpointSteps(dir, 3), std::vector<int64_t>{7});
