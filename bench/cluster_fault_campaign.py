@@ -261,6 +261,10 @@ class Campaign:
             named = target in d[1] or (kind == "bad-gemm")
             print(f"    {kind} of {target.strip()} after step {done}: detected {d[0] - at:.2f} s, next step "
                   f"{r[0] - at if r else float('nan'):.2f} s, redone {done - back[1] if back else '-'}: {d[1][:150]}")
+            if back and done - back[1] > 1:  # more than the one step a memory checkpoint allows: say why
+                for t, m in cj.grep_all(r"^(\[\d+\] )?(.*(cannot be loaded|resumed from|fetched|replica).*)$"):
+                    if at <= t <= (r[0] if r else t) + 1:
+                        print(f"      log +{t - at:.2f} s: {m.group(2)[:300]}")
             rows.append((kind, d[0] - at, r[0] - at if r else None, done - back[1] if back else None, named and r))
         return rows
 
