@@ -46,12 +46,6 @@ static_assert(sizeof(Header) == 24);
 
 void check(const Status& s) { s.throwIfError(); }
 
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw Error(ErrorCode::kSystem, "cannot read " + path.string());
-  return data;
-}
 
 // Written aside and renamed: a reader never sees half a file.
 void writeFileAtomically(const fs::path& path, const std::string& data) {
@@ -74,6 +68,19 @@ std::string receive(int fd, uint64_t size, Deadline deadline, const char* what) 
 }
 
 }  // namespace
+
+std::string readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw Error(ErrorCode::kSystem, "cannot open " + path);
+  std::string data(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  // One read from the front (not a character at a time): a checkpoint slot's header stamp is read before its
+  // state and its end stamp after, which is what tells a copy that caught a write (rank_slot_file.h).
+  if (!in.read(data.data(), static_cast<std::streamsize>(data.size()))) {
+    throw Error(ErrorCode::kSystem, "cannot read " + path + " (cut short while read?)");
+  }
+  return data;
+}
 
 bool safeReplicaPath(const std::string& path) {
   if (path.empty() || path.size() > kMaxPath || path.front() == '/') return false;
@@ -160,7 +167,7 @@ void ReplicaServer::handle(int fd) {
     for (const auto& entry : fs::recursive_directory_iterator(root, ec)) {
       if (!entry.is_regular_file(ec) || entry.path().string().ends_with(".part")) continue;
       const std::string relative = fs::relative(entry.path(), dir_, ec).string();
-      const std::string data = readFile(entry.path());
+      const std::string data = readWholeFile(entry.path().string());
       const uint32_t length = static_cast<uint32_t>(relative.size());
       const uint64_t size = data.size();
       check(sendAll(fd, &length, sizeof(length), deadline, "replica server: sending a file"));

@@ -26,6 +26,9 @@
 
 namespace megascale::launcher {
 
+/// The file's bytes, read front to back in one go. Throws Error naming the file.
+std::string readWholeFile(const std::string& path);
+
 /// True for a relative path of allowed characters without "..", up to 256 bytes.
 bool safeReplicaPath(const std::string& path);
 

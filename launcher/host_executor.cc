@@ -155,8 +155,7 @@ class Replicator {
           try {
             ReplicaClient client(address, peer, secret_, std::chrono::milliseconds(5000));
             for (const std::string& path : files) {
-              std::ifstream in(fs::path(dir_) / path, std::ios::binary);
-              client.put(path, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+              client.put(path, readWholeFile((fs::path(dir_) / path).string()));
             }
             if (failing) logLine(log_, "checkpoint replicas reach %s again", peer.c_str());
             failing = false;
