@@ -183,14 +183,17 @@ void ReplicaServer::handle(int fd) {
 }
 
 ReplicaClient::ReplicaClient(const std::string& address, const std::string& peer, const std::string& secret,
-                             std::chrono::milliseconds timeout)
+                             std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout)
     : peer_(peer), timeout_(timeout) {
   const std::string what = "checkpoint replicas of " + peer + " at " + address;
-  fd_ = connectTcp(parseHostPort(address), deadlineAfter(timeout), what);
+  const Deadline deadline = deadlineAfter(connect_timeout);
+  fd_ = connectTcp(parseHostPort(address), deadline, what);
   setNonBlocking(fd_.get());
   AuthSession auth(AuthSession::Role::kClient, secret);
-  check(AuthSession::runBlocking(auth, fd_.get(), deadlineAfter(timeout), what));
+  check(AuthSession::runBlocking(auth, fd_.get(), deadline, what));
 }
+
+void ReplicaClient::interrupt() { ::shutdown(fd_.get(), SHUT_RDWR); }
 
 void ReplicaClient::request(uint32_t op, const std::string& path, const std::string& body) {
   const Header h{kMagic, op, static_cast<uint32_t>(path.size()), 0, body.size()};

@@ -62,8 +62,16 @@ class ReplicaServer {
 /// operation on failure.
 class ReplicaClient {
  public:
+  /// Connecting and the handshake must finish within `connect_timeout` (a peer that is not there is told apart
+  /// sooner than a slow transfer), every request within `timeout`.
   ReplicaClient(const std::string& address, const std::string& peer, const std::string& secret,
-                std::chrono::milliseconds timeout);
+                std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout);
+  ReplicaClient(const std::string& address, const std::string& peer, const std::string& secret,
+                std::chrono::milliseconds timeout)
+      : ReplicaClient(address, peer, secret, timeout, timeout) {}
+  /// From another thread: the call under way (and every later one) fails at once. For a pusher whose target
+  /// moved away from a peer that may be gone.
+  void interrupt();
   /// Stores `contents` at `path` under the server's directory.
   void put(const std::string& path, const std::string& contents);
   /// Every file under the server's `dir`, by path relative to the server's directory.

@@ -134,6 +134,9 @@ class Replicator {
   /// Replicate these ranks' files to the executor at `address` (empty: to no one).
   void target(std::string address, std::string peer, std::vector<int> ranks) {
     std::lock_guard<std::mutex> lock(worker_.mutex);
+    // A push still under way goes to the old holder, which may be the host just lost: its connection would
+    // wait out its timeout while the new holder gets nothing. Cut it now.
+    if (pushing_ != nullptr && address != address_) pushing_->interrupt();
     address_ = std::move(address);
     peer_ = std::move(peer);
     tops_.clear();
@@ -145,21 +148,28 @@ class Replicator {
   void loop() {
     std::unique_lock<std::mutex> lock(worker_.mutex);
     bool failing = false;
+    std::string last_peer;
     while (!worker_.stopping) {
       if (!address_.empty()) {
         const std::vector<std::string> files = changed_.scan(tops_);
         const std::string address = address_, peer = peer_;
+        if (peer != last_peer) failing = false;  // a new holder: its failures are its own
+        last_peer = peer;
         if (!files.empty()) {
           lock.unlock();
           std::vector<std::string> failed;
           try {
-            ReplicaClient client(address, peer, secret_, std::chrono::milliseconds(5000));
+            // Connecting gets 1 s (a holder that is gone is given up soon), each file 5 s.
+            ReplicaClient client(address, peer, secret_, std::chrono::milliseconds(5000), std::chrono::milliseconds(1000));
+            setPushing(&client);
             for (const std::string& path : files) {
               client.put(path, readWholeFile((fs::path(dir_) / path).string()));
             }
+            setPushing(nullptr);
             if (failing) logLine(log_, "checkpoint replicas reach %s again", peer.c_str());
             failing = false;
           } catch (const std::exception& e) {
+            setPushing(nullptr);
             if (!failing) logLine(log_, "cannot replicate checkpoints to %s: %s", peer.c_str(), e.what());
             failing = true;
             failed = files;
@@ -172,7 +182,13 @@ class Replicator {
     }
   }
 
+  void setPushing(ReplicaClient* client) {
+    std::lock_guard<std::mutex> lock(worker_.mutex);
+    pushing_ = client;
+  }
+
   ChangedFiles changed_;
+  ReplicaClient* pushing_ = nullptr;  // the push under way, under worker_.mutex
   std::string dir_, secret_;
   std::chrono::milliseconds period_;
   std::FILE* log_;

@@ -3,11 +3,13 @@
 #include "launcher/checkpoint_replicas.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/auth.h"
 #include "common/status.h"
@@ -151,6 +153,38 @@ TEST_F(ReplicaTest, ChangedFilesOffersEachNewVersionOnce) {
   EXPECT_EQ(changed.scan({"rank_00001"}).size(), 1u);
   changed.forget("rank_00001/slot_0.ckpt");
   EXPECT_EQ(changed.scan({"rank_00001"}).size(), 1u);
+}
+
+// A peer that takes the connection and never answers (a host gone mid-handshake) is given up after the connect
+// timeout, not the request timeout; a transfer under way stops at once when another thread interrupts it (a
+// pusher whose replica holder was replaced).
+TEST_F(ReplicaTest, ASilentPeerIsGivenUpAtTheConnectTimeoutAndATransferStopsWhenInterrupted) {
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+  ASSERT_EQ(::listen(silent, 4), 0);
+  socklen_t length = sizeof(any);
+  ::getsockname(silent, reinterpret_cast<sockaddr*>(&any), &length);
+  const std::string address = "127.0.0.1:" + std::to_string(ntohs(any.sin_port));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(ReplicaClient(address, "host gone", kSecret, milliseconds(20000), milliseconds(300)), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
+  ::close(silent);
+
+  ReplicaServer server((dir / "replicas").string(), "127.0.0.1", kSecret, milliseconds(20000), log);
+  ReplicaClient client(server.address(), "host b", kSecret, milliseconds(20000));
+  std::thread cut([&] {
+    std::this_thread::sleep_for(milliseconds(30));
+    client.interrupt();
+  });
+  // 1 GiB takes seconds on loopback: it must fail soon after the interrupt instead.
+  const auto sending = std::chrono::steady_clock::now();
+  EXPECT_THROW(client.probe(uint64_t{1} << 30), Error);
+  cut.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - sending, milliseconds(5000));
+  EXPECT_THROW(client.put("rank_00001/slot_0.ckpt", "x"), Error);  // and every later call
 }
 
 }  // namespace
