@@ -161,15 +161,13 @@ class Replicator {
           try {
             // Connecting gets 1 s (a holder that is gone is given up soon), each file 5 s.
             ReplicaClient client(address, peer, secret_, std::chrono::milliseconds(5000), std::chrono::milliseconds(1000));
-            setPushing(&client);
+            const Pushing pushing(*this, client);  // declared after the client: cleared before it goes
             for (const std::string& path : files) {
               client.put(path, readWholeFile((fs::path(dir_) / path).string()));
             }
-            setPushing(nullptr);
             if (failing) logLine(log_, "checkpoint replicas reach %s again", peer.c_str());
             failing = false;
           } catch (const std::exception& e) {
-            setPushing(nullptr);
             if (!failing) logLine(log_, "cannot replicate checkpoints to %s: %s", peer.c_str(), e.what());
             failing = true;
             failed = files;
@@ -182,6 +180,12 @@ class Replicator {
     }
   }
 
+  // Makes `client` the push that target() may interrupt, for as long as it lives.
+  struct Pushing {
+    Pushing(Replicator& replicator, ReplicaClient& client) : r(replicator) { r.setPushing(&client); }
+    ~Pushing() { r.setPushing(nullptr); }
+    Replicator& r;
+  };
   void setPushing(ReplicaClient* client) {
     std::lock_guard<std::mutex> lock(worker_.mutex);
     pushing_ = client;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/auth.h"
+#include "common/socket.h"
 #include "common/status.h"
 
 namespace megascale::launcher {
@@ -173,17 +174,33 @@ TEST_F(ReplicaTest, ASilentPeerIsGivenUpAtTheConnectTimeoutAndATransferStopsWhen
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
   ::close(silent);
 
-  ReplicaServer server((dir / "replicas").string(), "127.0.0.1", kSecret, milliseconds(20000), log);
-  ReplicaClient client(server.address(), "host b", kSecret, milliseconds(20000));
+  // A holder that completes the handshake and then reads nothing more: a put of 64 MiB fills the socket
+  // buffers and blocks until the interrupt, which must end it long before the 20 s request timeout.
+  const int stalled = ::socket(AF_INET, SOCK_STREAM, 0);
+  any.sin_port = 0;
+  ASSERT_EQ(::bind(stalled, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+  ASSERT_EQ(::listen(stalled, 4), 0);
+  length = sizeof(any);
+  ::getsockname(stalled, reinterpret_cast<sockaddr*>(&any), &length);
+  std::thread holder([&] {
+    const int fd = ::accept(stalled, nullptr, nullptr);
+    AuthSession auth(AuthSession::Role::kServer, kSecret);
+    (void)AuthSession::runBlocking(auth, fd, deadlineAfter(milliseconds(20000)), "the stalled holder");
+    std::this_thread::sleep_for(milliseconds(3000));  // reads nothing while the put waits
+    ::close(fd);
+  });
+  ReplicaClient client("127.0.0.1:" + std::to_string(ntohs(any.sin_port)), "host b", kSecret, milliseconds(20000));
+  const std::string body(64 << 20, 'x');
   std::thread cut([&] {
-    std::this_thread::sleep_for(milliseconds(30));
+    std::this_thread::sleep_for(milliseconds(200));
     client.interrupt();
   });
-  // 1 GiB takes seconds on loopback: it must fail soon after the interrupt instead.
   const auto sending = std::chrono::steady_clock::now();
-  EXPECT_THROW(client.probe(uint64_t{1} << 30), Error);
+  EXPECT_THROW(client.put("rank_00001/slot_0.ckpt", body), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - sending, milliseconds(2500));  // the holder would answer at 3 s
   cut.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - sending, milliseconds(5000));
+  holder.join();
+  ::close(stalled);
   EXPECT_THROW(client.put("rank_00001/slot_0.ckpt", "x"), Error);  // and every later call
 }
 
