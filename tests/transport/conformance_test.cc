@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <numeric>
 #include <thread>
@@ -449,6 +451,11 @@ TEST_P(TransportSuite, PeerDeathMidTransferIsAnErrorWithinTheTimeout) {
   EXPECT_FALSE(done[1]) << "a message the dead peer never sent was reported received";
   EXPECT_EQ(s.code(), ErrorCode::kPeerLost) << s.message();
   EXPECT_LT(Clock::now() - start, 10s);
+  // Once the error is reported the buffers are the user's again: nothing that was still in flight lands in them.
+  std::memset(first.data(), 0xab, first.size());
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(std::count(first.begin(), first.end(), uint8_t{0xab}), static_cast<ptrdiff_t>(first.size()))
+      << "the transport wrote into a receive buffer after it reported the receive failed";
   close(ready_pipe[0]);
 }
 

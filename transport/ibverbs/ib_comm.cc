@@ -41,6 +41,15 @@ Slot* freeSlot(std::array<Slot, N>& slots) {
   return nullptr;
 }
 
+// The first error stays the comm's answer; it also stops the queue pairs (see IbQpSet::stopTraffic).
+Status keepFirstError(IbQpSet& qps, Status& error, Status s) {
+  if (error.isOk()) {
+    error = std::move(s);
+    qps.stopTraffic();
+  }
+  return error;
+}
+
 }  // namespace
 
 Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& what, const std::string& peer) {
@@ -89,10 +98,7 @@ Status IbSendComm::postCtsReceive(int index) {
   return Status::ok();
 }
 
-Status IbSendComm::failed(Status s) {
-  if (error_.isOk()) error_ = s;
-  return error_;
-}
+Status IbSendComm::failed(Status s) { return keepFirstError(*qps_, error_, std::move(s)); }
 
 Status IbSendComm::isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) {
   *request = nullptr;
@@ -291,10 +297,7 @@ IbRecvComm::IbRecvComm(std::shared_ptr<IbQpSet> qps, OobLink link) : qps_(std::m
 
 IbRecvComm::~IbRecvComm() { qps_.reset(); }
 
-Status IbRecvComm::failed(Status s) {
-  if (error_.isOk()) error_ = s;
-  return error_;
-}
+Status IbRecvComm::failed(Status s) { return keepFirstError(*qps_, error_, std::move(s)); }
 
 // Queue pair 0's receives land SENDs (small messages) in bounce buffers; a write with immediate takes one too.
 Status IbRecvComm::postBounce(int index) {

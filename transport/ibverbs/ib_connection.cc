@@ -159,4 +159,12 @@ Status IbQpSet::connect(const QpSetInfo& remote, const std::string& peer) {
   return Status::ok();
 }
 
+void IbQpSet::stopTraffic() {
+  for (ibv_qp* qp : qps_) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    (void)device_->api().modify_qp(qp, &attr, IBV_QP_STATE);  // from any state; nothing to do if it fails
+  }
+}
+
 }  // namespace megascale::transport

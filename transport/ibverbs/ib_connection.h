@@ -50,6 +50,9 @@ class IbQpSet {
   QpSetInfo localInfo() const;
   /// INIT -> RTR -> RTS toward the peer's queue pairs (matched one to one). The peer must have as many.
   Status connect(const QpSetInfo& remote, const std::string& peer);
+  /// Moves every queue pair to ERR: the NIC flushes what is posted and drops what still arrives, so once a
+  /// comm has reported an error no late packet writes into (or reads from) a buffer its user may free.
+  void stopTraffic();
 
   /// Polls up to `max` completions: first those arm() found, then the queue's.
   int poll(int max, ibv_wc* out);
