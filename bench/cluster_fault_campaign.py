@@ -259,13 +259,15 @@ class Campaign:
             r = first_after(recovered, d[0])
             back = first_after(resumed, d[0])
             named = target in d[1] or (kind == "bad-gemm")
+            # The ranks may finish (and save) one step more than the injector saw before the fault lands.
+            redone = max(0, done - back[1]) if back else None
             print(f"    {kind} of {target.strip()} after step {done}: detected {d[0] - at:.2f} s, next step "
-                  f"{r[0] - at if r else float('nan'):.2f} s, redone {done - back[1] if back else '-'}: {d[1][:150]}")
-            if back and done - back[1] > 1:  # more than the one step a memory checkpoint allows: say why
+                  f"{r[0] - at if r else float('nan'):.2f} s, redone {'-' if redone is None else redone}: {d[1][:150]}")
+            if redone is not None and redone > 1:  # more than the one step a memory checkpoint allows: say why
                 for t, m in cj.grep_all(r"^(\[\d+\] )?(.*(cannot be loaded|resumed from|fetched|replica).*)$"):
                     if at <= t <= (r[0] if r else t) + 1:
                         print(f"      log +{t - at:.2f} s: {m.group(2)[:300]}")
-            rows.append((kind, d[0] - at, r[0] - at if r else None, done - back[1] if back else None, named and r))
+            rows.append((kind, d[0] - at, r[0] - at if r else None, redone, named and r))
         return rows
 
     def bad_gemm_rows(self, trials):

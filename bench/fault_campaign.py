@@ -117,7 +117,10 @@ def per_fault(job, injected):
         named = f"rank {rank} " in d[1]
         if not named:
             print(f"    (the {how} of rank {rank} was followed by: {d[1]})")
-        rows.append((how, d[0] - at, r[0] - at if r else None, done - back[1] if back else None, named))
+        # `done` is the last step the injector saw in the CSV; the rank may have finished (and saved) one more
+        # before the signal landed, so it resumes one step later and nothing is redone.
+        redone = max(0, done - back[1]) if back else None
+        rows.append((how, d[0] - at, r[0] - at if r else None, redone, named))
     return rows
 
 

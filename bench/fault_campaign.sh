@@ -9,7 +9,7 @@ build=${1:-build}
 seed=${2:-$(date +%s)}
 cmake --build "$build" --target megascale-run megascale-train megascale-selfcheck megascale-store >/dev/null
 echo "# fault campaign, one run, seed $seed, $(date -u +%FT%TZ)"
-/usr/bin/python3 bench/fault_campaign.py "$build" --seed "$seed" --cost-pairs 5
+/usr/bin/python3 bench/fault_campaign.py "$build" --seed "$seed" --cost-pairs 7
 if [ "$(id -u)" -eq 0 ]; then
   /usr/bin/python3 bench/cluster_fault_campaign.py "$build" --seed "$seed"
 else

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "collectives/kernels/stream_copy.h"
+
 namespace megascale::trainer {
 
 namespace {
@@ -108,7 +110,10 @@ void RankSlotWriter::write(uint64_t generation, const RankSlotHeader& header,
   std::memcpy(map_ + kFixedBytes, header.shape.data(), header.shape.size());
   char* at = map_ + header_bytes_;
   for (const std::string_view piece : pieces) {
-    std::memcpy(at, piece.data(), piece.size());
+    // The slot is read only after a failure (or by a replicator, through the file): streaming stores skip
+    // reading its lines first and leave the training's working set in the cache. They end with a store fence,
+    // so the commit stamp below cannot become visible before them.
+    kernels::streamCopy(at, piece.data(), piece.size());
     at += piece.size();
   }
   storeStamp(map_ + kCommitAt, generation);  // commit: whole again
