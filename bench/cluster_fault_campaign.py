@@ -42,7 +42,7 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SOURCE, "testbed"))
 import faults  # noqa: E402
 from emulated_cluster import EmulatedCluster, unavailable_reason  # noqa: E402
-from job_logs import Job, losses, write_text  # noqa: E402
+from job_logs import Job, losses, steps_redone, write_text  # noqa: E402
 
 HOSTS, NPROC = 4, 2
 RANKS = HOSTS * NPROC
@@ -259,8 +259,7 @@ class Campaign:
             r = first_after(recovered, d[0])
             back = first_after(resumed, d[0])
             named = target in d[1] or (kind == "bad-gemm")
-            # The ranks may finish (and save) one step more than the injector saw before the fault lands.
-            redone = max(0, done - back[1]) if back else None
+            redone = steps_redone(done, back[1] if back else None)
             print(f"    {kind} of {target.strip()} after step {done}: detected {d[0] - at:.2f} s, next step "
                   f"{r[0] - at if r else float('nan'):.2f} s, redone {'-' if redone is None else redone}: {d[1][:150]}")
             if redone is not None and redone > 1:  # more than the one step a memory checkpoint allows: say why
@@ -332,14 +331,14 @@ class Campaign:
                 hits = cj.grep_all(r"resumed from \S+ at step (\d+)")
                 resumed = int(hits[0][1].group(1)) if hits else 0
                 wait_until(lambda: faults.csv_steps(cj.csv) > resumed, 180, cj.runs[0].process)
-                lost.append((gone - at, time.time() - gone, max(done - resumed, 0)))
+                lost.append((gone - at, time.time() - gone, steps_redone(done, resumed)))
             else:
                 wait_until(lambda: first_after(cj.driver("recovered"), at) is not None, 120, cj.runs[0].process)
                 d, r = first_after(cj.driver("detected"), at), first_after(cj.driver("recovered"), at)
                 back = first_after([(t, int(m.group(1))) for t, m in
                                     cj.grep_all(r"^\[\d+\] resumed from .* at step (\d+)")], at)
                 if d and r:
-                    lost.append((d[0] - at, r[0] - d[0], max(done - back[1], 0) if back else 0))
+                    lost.append((d[0] - at, r[0] - d[0], steps_redone(done, back[1] if back else None) or 0))
         for job in cj.runs.values():
             if job.process.poll() is None:
                 job.process.send_signal(signal.SIGINT)

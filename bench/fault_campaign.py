@@ -35,7 +35,7 @@ import time
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SOURCE, "testbed"))
 import faults  # noqa: E402
-from job_logs import Job, losses, write_text  # noqa: E402
+from job_logs import Job, losses, steps_redone, write_text  # noqa: E402
 
 HANG_TIMEOUT = 2.0
 DISK_EVERY = 10
@@ -117,10 +117,7 @@ def per_fault(job, injected):
         named = f"rank {rank} " in d[1]
         if not named:
             print(f"    (the {how} of rank {rank} was followed by: {d[1]})")
-        # `done` is the last step the injector saw in the CSV; the rank may have finished (and saved) one more
-        # before the signal landed, so it resumes one step later and nothing is redone.
-        redone = max(0, done - back[1]) if back else None
-        rows.append((how, d[0] - at, r[0] - at if r else None, redone, named))
+        rows.append((how, d[0] - at, r[0] - at if r else None, steps_redone(done, back[1] if back else None), named))
     return rows
 
 
@@ -232,7 +229,7 @@ def ettr_run(build, root, data, minutes, fault_every, rng, baseline):
             if mean_step is None:
                 seconds = step_seconds(work)
                 mean_step = statistics.median(seconds) if seconds else 0.0
-            losses_per_fault.append((detection, restart, max(done - base, 0) * (mean_step or 0)))
+            losses_per_fault.append((detection, restart, steps_redone(done, base) * (mean_step or 0)))
         if job.process.poll() is None:
             job.process.send_signal(signal.SIGINT)
         job.wait(60)

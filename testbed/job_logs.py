@@ -25,6 +25,13 @@ def losses(work):
         return [tuple(line.split(",")[:2]) for line in list(f)[1:]]
 
 
+def steps_redone(seen, resumed):
+    """Steps a restart redid: the last step an injector saw in the CSV before its fault, less the step the job
+    resumed from (None when it never resumed). The ranks may finish (and save) one step more than the injector
+    saw before the fault lands: that resumes one step later and redoes nothing."""
+    return None if resumed is None else max(0, seen - resumed)
+
+
 def driver_lines(text, prefix=""):
     """(time.time() of the line, its text) of megascale-run's decision lines in `text` that start with prefix."""
     out = []

@@ -3,7 +3,7 @@
 #include "launcher/checkpoint_replicas.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -160,36 +160,25 @@ TEST_F(ReplicaTest, ChangedFilesOffersEachNewVersionOnce) {
 // timeout, not the request timeout; a transfer under way stops at once when another thread interrupts it (a
 // pusher whose replica holder was replaced).
 TEST_F(ReplicaTest, ASilentPeerIsGivenUpAtTheConnectTimeoutAndATransferStopsWhenInterrupted) {
-  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
-  ASSERT_EQ(::listen(silent, 4), 0);
-  socklen_t length = sizeof(any);
-  ::getsockname(silent, reinterpret_cast<sockaddr*>(&any), &length);
-  const std::string address = "127.0.0.1:" + std::to_string(ntohs(any.sin_port));
+  sockaddr_in bound{};
+  const Fd silent = listenTcp("127.0.0.1", 0, 4, &bound);
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_THROW(ReplicaClient(address, "host gone", kSecret, milliseconds(20000), milliseconds(300)), Error);
+  EXPECT_THROW(ReplicaClient(formatAddress(bound), "host gone", kSecret, milliseconds(20000), milliseconds(300)),
+               Error);
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
-  ::close(silent);
 
   // A holder that completes the handshake and then reads nothing more: a put of 64 MiB fills the socket
   // buffers and blocks until the interrupt, which must end it long before the 20 s request timeout.
-  const int stalled = ::socket(AF_INET, SOCK_STREAM, 0);
-  any.sin_port = 0;
-  ASSERT_EQ(::bind(stalled, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
-  ASSERT_EQ(::listen(stalled, 4), 0);
-  length = sizeof(any);
-  ::getsockname(stalled, reinterpret_cast<sockaddr*>(&any), &length);
+  const Fd stalled = listenTcp("127.0.0.1", 0, 4, &bound);
   std::thread holder([&] {
-    const int fd = ::accept(stalled, nullptr, nullptr);
+    pollfd ready{stalled.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&ready, 1, 20000), 1);
+    const Fd fd(::accept(stalled.get(), nullptr, nullptr));
     AuthSession auth(AuthSession::Role::kServer, kSecret);
-    (void)AuthSession::runBlocking(auth, fd, deadlineAfter(milliseconds(20000)), "the stalled holder");
+    (void)AuthSession::runBlocking(auth, fd.get(), deadlineAfter(milliseconds(20000)), "the stalled holder");
     std::this_thread::sleep_for(milliseconds(3000));  // reads nothing while the put waits
-    ::close(fd);
   });
-  ReplicaClient client("127.0.0.1:" + std::to_string(ntohs(any.sin_port)), "host b", kSecret, milliseconds(20000));
+  ReplicaClient client(formatAddress(bound), "host b", kSecret, milliseconds(20000));
   const std::string body(64 << 20, 'x');
   std::thread cut([&] {
     std::this_thread::sleep_for(milliseconds(200));
@@ -200,7 +189,6 @@ TEST_F(ReplicaTest, ASilentPeerIsGivenUpAtTheConnectTimeoutAndATransferStopsWhen
   EXPECT_LT(std::chrono::steady_clock::now() - sending, milliseconds(2500));  // the holder would answer at 3 s
   cut.join();
   holder.join();
-  ::close(stalled);
   EXPECT_THROW(client.put("rank_00001/slot_0.ckpt", "x"), Error);  // and every later call
 }
 
