@@ -3,6 +3,7 @@
 find_package(Threads REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # SHA-256, HMAC and random bytes for authentication
 find_package(PkgConfig)
+find_package(nlohmann_json 3 REQUIRED)  # flight records as JSON (Debian nlohmann-json3-dev, header-only)
 
 option(MEGASCALE_BUILD_TESTS "Build the test suite" ON)
 option(MEGASCALE_BUILD_BENCH "Build the *_perf benchmarks" ON)

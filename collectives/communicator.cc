@@ -90,10 +90,6 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
 
 namespace {
 
-bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
-}
-
 // This host, as shared memory sees it (boot id and network namespace), hashed (FNV-1a).
 uint64_t hostKey() {
   static const uint64_t key = [] {
@@ -214,6 +210,8 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   comm->region_of_ = find_region;
   comm->store_ = store;
   comm->world_rank_of_ = [](int r) { return r; };
+  flight::Recorder::process().setWorldRank(rank);
+  comm->startRecording();
   MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks,
                comm->transportName().c_str(), comm->node_ ? " (shared-memory collectives)" : "");
   return comm;
@@ -385,7 +383,53 @@ void Communicator::reportOutcome(const Status& status) {
   }
 }
 
-void Communicator::setName(std::string_view name) { packed_name_ = heartbeat::packName(name); }
+void Communicator::setName(std::string_view name) {
+  packed_name_ = heartbeat::packName(name);
+  flight_.setName(packed_name_);
+}
+
+std::string Communicator::scope() const {
+  std::string text = "group " + name() + " of " + std::to_string(nranks_) + ": world ranks ";
+  const auto member = [&](int i) { return std::to_string(world_rank_of_(i)); };
+  constexpr int kListed = 8;
+  if (nranks_ <= kListed) {
+    for (int i = 0; i < nranks_; ++i) text += (i > 0 ? ", " : "") + member(i);
+  } else {
+    for (int i = 0; i < kListed / 2; ++i) text += member(i) + ", ";
+    text += "..., " + member(nranks_ - 1);
+  }
+  const std::string coordinates = flight::Recorder::process().coordinates();
+  if (!coordinates.empty()) text += "; this rank: " + coordinates;
+  return text;
+}
+
+void Communicator::startRecording() {
+  flight::Recorder& recorder = flight::Recorder::process();
+  flight_.attach(recorder, recorder.claim(packed_name_, rank_, nranks_, world_rank_of_));
+}
+
+void Communicator::recordIssued(Task& task, uint32_t seq) {
+  const bool rooted = task.spec.collective == Collective::kBroadcast || task.spec.collective == Collective::kReduce;
+  flight::GroupLog::Issue issue{task.spec.collective, task.type,      task.op, task.spec.algorithm,
+                                rooted ? task.spec.root : -1, task.spec.count, seq};
+  if (task.spec.collective == Collective::kSendRecv && !task.p2p.empty()) {
+    issue.dtype = task.p2p.front().type;
+    issue.count = task.p2p.front().count;
+    issue.peer_count = static_cast<int>(task.p2p.size());
+    for (const PointToPoint& p : task.p2p) {
+      int& peer = p.is_send ? issue.send_peer : issue.recv_peer;
+      if (peer < 0) peer = p.peer;
+    }
+  }
+  task.record = flight_.issued(issue);
+}
+
+void Communicator::recordFinished(const Task& task, const Status& status) {
+  flight_.finished(task.record, status.code());
+  if (status.code() == ErrorCode::kTimeout) {
+    flight::Recorder::process().dumpAfterTimeout(task.describe() + " of " + name());
+  }
+}
 
 std::string Communicator::name() const { return heartbeat::unpackName(packed_name_); }
 
@@ -404,7 +448,9 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   if (!broken_.isOk()) {
     Status broken = brokenBy(task, broken_);
+    recordIssued(task, next_sequence_);
     lock.unlock();
+    flight_.finished(task.record, broken.code());
     heartbeat::reportIssued(packed_name_, task.seq, static_cast<uint32_t>(task.spec.collective));
     reportOutcome(broken);
     work->finish(broken);
@@ -416,6 +462,7 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
     task.seq = next_sequence_++;
     task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
   }
+  recordIssued(task, task.seq);
   heartbeat::reportIssued(packed_name_, task.seq, static_cast<uint32_t>(task.spec.collective));
   // Small shared-memory collectives run right here when nothing is ahead of them: handing them to the
   // worker and waking the caller again would cost more than the operation.
@@ -500,6 +547,7 @@ node::NodeCall Communicator::nodeCall(Task& task) {
 }
 
 Status Communicator::runGuarded(Task& task, bool* done) {
+  if (task.on_node && !task.resume) flight_.started(task.record, flight::kNodeEngine);
   return guarded(task, [&] { return done != nullptr ? node_->begin(nodeCall(task), done) : run(task); });
 }
 
@@ -513,6 +561,7 @@ Status Communicator::guarded(const Task& task, const std::function<Status()>& bo
     status = Status(ErrorCode::kInternal, task.describe() + ": rank " + std::to_string(rank_) + ": " + e.what());
   }
   if (!status.isOk()) {
+    status = Status(status.code(), status.message() + " [" + scope() + "]");
     MSC_LOG_WARN("%s", status.message().c_str());
     links_->closeAll();  // peers blocked on us fail now rather than at their timeout
     if (node_) node_->markFailed();
@@ -531,6 +580,7 @@ void Communicator::finishTask(Task& task, const Status& status) {
     if (broken_.isOk()) broken_ = status;
   }
   reportOutcome(status);
+  recordFinished(task, status);
   task.work->finish(status);
   bool idle;
   {
@@ -557,7 +607,9 @@ Status Communicator::run(Task& task) {
 
 Status Communicator::prepareRun(Task& task, bool shared_driver, PreparedRun* out) {
   if (task.spec.collective != Collective::kSendRecv) MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
+  flight_.started(task.record, static_cast<uint8_t>(task.spec.algorithm));
   ExecutionContext ctx;
+  ctx.waiting_for = flight_.waitingFor(task.record);
   ctx.rank = rank_;
   ctx.operation = task.describe();
   ctx.tag = task.tag;
@@ -811,6 +863,7 @@ std::shared_ptr<Communicator> Communicator::makeChild(const ChildLinks& child_li
   auto comm = std::shared_ptr<Communicator>(new Communicator(new_rank, new_size, child, std::move(links), transport_names_, nullptr));
   comm->store_ = store_;
   comm->world_rank_of_ = world_rank_of;
+  comm->startRecording();
   comm->setName("split");
   return comm;
 }
@@ -821,6 +874,7 @@ void Communicator::abort() {
   if (broken_.isOk()) broken_ = Status(ErrorCode::kAborted, "rank " + std::to_string(rank_) + ": communicator aborted");
   for (Task& t : queue_) {
     reportOutcome(Status(ErrorCode::kAborted, ""));
+    flight_.finished(t.record, ErrorCode::kAborted);
     t.work->finish(Status(ErrorCode::kAborted, t.describe() + ": communicator aborted"));
   }
   queue_.clear();

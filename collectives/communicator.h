@@ -19,6 +19,7 @@
 #include "collectives/bootstrap/store.h"
 #include "collectives/bootstrap/unique_id.h"
 #include "collectives/executor.h"
+#include "collectives/flight_recorder.h"
 #include "collectives/host_layout.h"
 #include "collectives/node/node_engine.h"
 #include "collectives/peer_links.h"
@@ -153,6 +154,7 @@ class Communicator {
     bool resume = false;   // started on the caller's thread (NodeEngine::begin); the worker finishes it
     uint32_t seq = 0;
     uint32_t tag = 0;
+    uint64_t record = 0;  // its flight-recorder ticket
     std::shared_ptr<Work> work;
     /// "all_reduce (1000 x float sum, ring) #7"; built only when needed (errors), off the fast path.
     std::string describe() const;
@@ -250,10 +252,19 @@ class Communicator {
 
   /// Tells this process's executor how an operation ended (common/heartbeat.h).
   static void reportOutcome(const Status& status);
+  /// For error messages: "group dp of 4: world ranks 1, 3, 5, 7; this rank: tp 1 pp 0 dp 2".
+  std::string scope() const;
+  /// Claims this communicator's flight-recorder block, once world_rank_of_ is set.
+  void startRecording();
+  /// Records the task as issued (queue_mutex_ held: one writer at a time).
+  void recordIssued(Task& task, uint32_t seq);
+  /// The task finished: its record, and a dump of the process's record when it timed out.
+  void recordFinished(const Task& task, const Status& status);
 
   const int rank_;
   const int nranks_;
   std::atomic<uint64_t> packed_name_{heartbeat::packName("world")};
+  flight::GroupLog flight_;  // this communicator's operations in the flight recorder
   CommunicatorOptions options_;
   std::unique_ptr<PeerLinks> links_;  // the thread running a task only
   // The store children announce shared-memory regions in (they find their peers through links_). Set once at

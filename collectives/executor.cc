@@ -101,6 +101,7 @@ struct ScheduleRun::State {
   Status pass(bool* moved, bool* slot_wait);
   void retireFinishedPhases();
   Status checkStalled();
+  void noteWaitingFor() const;
   Status waitToConnect(RunWait& wait);
   bool aborted() const { return ctx.aborted != nullptr && ctx.aborted->load(std::memory_order_relaxed); }
   bool sleepOnSockets(RunWait& wait);
@@ -364,6 +365,7 @@ Status ScheduleRun::State::checkStalled() {
   if ((++spins & 63) != 0) return Status::ok();
   Status s = links.pollIncoming();
   if (!s.isOk()) return fail(s.code(), s.message());
+  noteWaitingFor();
   // A host step in flight has the engine's own timeout, and its error names the host's rank it waited for:
   // let that one report.
   const bool host_step_running = std::any_of(nodes.begin() + static_cast<std::ptrdiff_t>(phase_first[oldest]), nodes.end(),
@@ -381,6 +383,18 @@ Status ScheduleRun::State::checkStalled() {
   return fail(ErrorCode::kTimeout, "no progress for " + std::to_string(ctx.timeout.count()) + " ms in phase " +
                                        std::to_string(oldest) + " waiting for " + waiting +
                                        " (a peer hung or died; MEGASCALE_TIMEOUT_MS sets the limit)");
+}
+
+// For the flight recorder: the peer of the oldest phase's first unfinished transfer (a host step waits on the
+// host's ranks, which the node engine names when it times out).
+void ScheduleRun::State::noteWaitingFor() const {
+  if (ctx.waiting_for == nullptr) return;
+  int peer = -1;
+  for (size_t i = phase_first[oldest]; i < phase_first[oldest + 1] && peer < 0; ++i) {
+    const Node& n = nodes[i];
+    if (n.state != Node::kDone && n.isComm() && !n.step->isHost()) peer = n.step->peer;
+  }
+  ctx.waiting_for->store(peer, std::memory_order_relaxed);
 }
 
 // The descriptors of posted transfers, then the rank's listeners (a lazy stripe of a connection a transfer waits

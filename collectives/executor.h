@@ -45,6 +45,8 @@ struct ExecutionContext {
   /// Driven by a thread shared with other runs (a progress engine): past the few spins it sleeps on its
   /// descriptors at once, since its yields would spin the shared thread.
   bool shared_driver = false;
+  /// The flight recorder's note of whom a stalled run waits for (a rank of the group); null: none kept.
+  std::atomic<int32_t>* waiting_for = nullptr;
 };
 
 /// What a run that cannot move on waits for before its next advance(): its descriptors (with the rank's

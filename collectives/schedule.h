@@ -28,6 +28,10 @@ enum class Collective : uint8_t {
   kSendRecv,  // point-to-point groups; built by the caller, not by buildSchedule
 };
 const char* collectiveName(Collective c);  // "all_reduce", ...
+/// True for the collectives that take a reduction operator.
+constexpr bool reduces(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
 
 enum class Algorithm : uint8_t {
   kAuto,

@@ -81,6 +81,15 @@ const std::vector<Knob>& knobs() {
       {"MEGASCALE_LOCAL_SIZE", Type::kInt, "-1", "", "bootstrap", "ranks on this host; set by megascale-run"},
       {"MEGASCALE_HEARTBEAT", Type::kString, "", "", "bootstrap",
        "fd:slot of the heartbeat table this rank reports into; set by megascale-run"},
+      {"MEGASCALE_FLIGHT_RECORDS", Type::kString, "", "", "bootstrap",
+       "fd:slot of the flight-record table this rank records into (megascale-run reads it, even from a stopped or dead "
+       "rank); set by megascale-run"},
+      {"MEGASCALE_FLIGHT_RECORDER", Type::kBool, "1", "", "diagnosis",
+       "keep every communicator's last 128 operations (kind, size, algorithm, state, the peer a stalled one waits for, "
+       "times); dumped as JSON on SIGUSR1 (unless the program handles SIGUSR1) and after a timeout"},
+      {"MEGASCALE_FLIGHT_RECORDER_DIR", Type::kString, "", "", "diagnosis",
+       "where a rank writes its flight record (rank-RRRRR.json); default $TMPDIR/megascale-flight, or /tmp/...; "
+       "megascale-run points it at its own run directory"},
       {"MEGASCALE_MEMORY_CHECKPOINTS", Type::kString, "", "", "bootstrap",
        "a directory in host memory (tmpfs) where ranks checkpoint and megascale-run keeps the checkpoints across "
        "restarts; set by megascale-run --max-restarts. A program keeps rank R's files under rank_RRRRR/ (5 digits): on "

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/shared_table.h"
+
 namespace megascale::heartbeat {
 
 /// One rank's slot. Every field is written by the rank alone and read by the executor at any time.
@@ -54,25 +56,18 @@ void reportFinished(Outcome outcome);
 /// The executor's side: `count` zeroed slots in a memfd that the ranks it starts inherit.
 class Table {
  public:
-  explicit Table(int count);  // throws Error(kSystem) naming the failing call
-  ~Table();
-  Table(const Table&) = delete;
-  Table& operator=(const Table&) = delete;
+  explicit Table(int count) : table_("megascale-heartbeats", count, kSlotBytes) {}
 
-  int count() const { return count_; }
-  Slot& slot(int index) { return *reinterpret_cast<Slot*>(base_ + static_cast<size_t>(index) * kSlotBytes); }
-  const Slot& slot(int index) const {
-    return *reinterpret_cast<const Slot*>(base_ + static_cast<size_t>(index) * kSlotBytes);
-  }
+  int count() const { return table_.count(); }
+  Slot& slot(int index) { return *reinterpret_cast<Slot*>(table_.area(index)); }
+  const Slot& slot(int index) const { return *reinterpret_cast<const Slot*>(table_.area(index)); }
   /// MEGASCALE_HEARTBEAT's value for the rank that reports into slot `index`: "fd:index".
-  std::string environmentValue(int index) const;
+  std::string environmentValue(int index) const { return table_.environmentValue(index); }
   /// Zeroes every slot (before a restart's ranks start).
-  void clear();
+  void clear() { table_.clear(); }
 
  private:
-  int count_;
-  int fd_ = -1;
-  char* base_ = nullptr;
+  SharedTable table_;
 };
 
 }  // namespace megascale::heartbeat

@@ -10,10 +10,13 @@
 #include "collectives/bootstrap/store.h"
 #include "common/status.h"
 #include "launcher/executor_protocol.h"
+#include "collectives/flight_dump.h"
 #include "launcher/fault_detector.h"
+#include "launcher/flight_watch.h"
 #include "launcher/host_plan.h"
 #include "launcher/link_check.h"
 #include "launcher/rank_watch.h"
+#include "launcher/status_table.h"
 
 namespace megascale::launcher {
 
@@ -22,6 +25,7 @@ namespace {
 double secondsSince(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
 
 constexpr double kSlowLinkFraction = 0.5;  // megascale-selfcheck's default too
+constexpr auto kFlightRecordsWait = std::chrono::seconds(3);  // for the hosts' flight records at a stop
 
 struct Executor {
   ExecutorInfo info;
@@ -41,6 +45,7 @@ struct ClusterDriver::State {
   std::set<int> evicted;            // never used again
   std::vector<int> slots;
   int64_t messages = 0;
+  const LiveStatus* status = nullptr;  // drive()'s
 
   int hostSlots() const { return options.world_size / options.nproc; }
 
@@ -153,6 +158,7 @@ struct ClusterDriver::State {
     m.self_check = options.self_check;
     publish(m);
     const auto start = Clock::now();
+    diagnose(attempt);
     const auto limit = options.stop_timeout + options.host_timeout +
                        (options.self_check ? options.self_check_timeout : std::chrono::milliseconds(0));
     std::set<int> waiting;
@@ -166,6 +172,34 @@ struct ClusterDriver::State {
     logLine(log, "stopped the ranks of every answering host in %.2f s%s", secondsSince(start),
             lost.empty() ? "" : "; some hosts did not answer");
     return lost;
+  }
+
+  // The live status of every rank (megascale-run --status), in this host's diagnosis directory.
+  void writeStatus(int attempt, const std::vector<RankSample>& samples, const std::vector<double>& stalled_s) const {
+    std::vector<std::string> hosts;
+    for (const RankSample& r : samples) hosts.push_back(executors[static_cast<size_t>(slots[static_cast<size_t>(r.rank / options.nproc)])].info.host);
+    status->write(statusTable(id.job_id, attempt, samples, hosts, stalled_s));
+  }
+
+  // The flight records each host sends when it gets the stop (before it kills anything), merged into one verdict
+  // across hosts. A host that sends none within a few seconds (lost, or cut off) is left out.
+  void diagnose(int attempt) {
+    std::vector<flight::RankRecord> records;
+    const auto deadline = Clock::now() + kFlightRecordsWait;
+    for (int e : slots) {
+      if (e < 0 || silent(e)) continue;
+      const std::string key = store_keys::flight(attempt, e);
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      try {
+        for (flight::RankRecord& r : flight::rankRecordsFromJsonList(store->get(key, std::max(left, std::chrono::milliseconds(1))))) {
+          records.push_back(std::move(r));
+        }
+      } catch (const Error& error) {
+        logLine(log, "no flight records from %s: %s", host(e).c_str(), error.what());
+      }
+    }
+    logDiagnosis(log, records);
+    logLine(log, "flight records: restart-%d/ in each host's %s", attempt, defaultDiagnosisDirectory(id.job_id).c_str());
   }
 
   // Waits until each of `waiting` has answered (its report says so) or `deadline` passes; the ones that did not
@@ -290,6 +324,8 @@ void ClusterDriver::run() {
 void ClusterDriver::drive() {
   State& s = *state_;
   const ClusterOptions& o = s.options;
+  LiveStatus status(defaultDiagnosisDirectory(s.id.job_id));
+  s.status = &status;
   try {
     s.store = connectStore(s.id, "the job's driver", o.join_timeout);
     s.waitForExecutors();
@@ -333,7 +369,9 @@ void ClusterDriver::drive() {
           return;
         }
         const std::vector<RankSample> samples = s.samples(attempt);
-        if (!fault) fault = detector.observe(Clock::now(), samples);
+        const auto now = Clock::now();
+        if (!fault) fault = detector.observe(now, samples);
+        s.writeStatus(attempt, samples, detector.stalledSeconds(now));
         if (!fault && !recovered) {
           recovered = std::all_of(samples.begin(), samples.end(), [](const RankSample& r) { return r.beats >= 2; });
           if (recovered) {

@@ -1,6 +1,8 @@
 #include "launcher/executor_protocol.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 
 #include "common/status.h"
@@ -169,7 +171,12 @@ std::string encodeReport(const ExecutorReport& report) {
         .number(s.in_collective)
         .unsignedNumber(s.transport_errors)
         .unsignedNumber(s.beats)
-        .text(s.where.substr(0, kMaxText));
+        .text(s.where.substr(0, kMaxText))
+        .number(std::max<int64_t>(s.step, -1))
+        .text(s.phase.substr(0, kMaxText))
+        .text(s.coordinates.substr(0, kMaxText))
+        .text(s.operation.substr(0, kMaxText))
+        .number(s.in_operation_s < 0 ? -1 : static_cast<int64_t>(s.in_operation_s * 1000));
   }
   return w.done();
 }
@@ -199,6 +206,12 @@ ExecutorReport decodeReport(const std::string& text, const std::string& key) {
     s.transport_errors = r.unsignedNumber();
     s.beats = r.unsignedNumber();
     s.where = r.text();
+    s.step = r.number(-1, INT64_MAX);
+    s.phase = r.text();
+    s.coordinates = r.text();
+    s.operation = r.text();
+    const int64_t in_operation_ms = r.number(-1, INT64_MAX);
+    s.in_operation_s = in_operation_ms < 0 ? -1 : static_cast<double>(in_operation_ms) / 1000;
     report.ranks.push_back(std::move(s));
   }
   r.end();

@@ -7,6 +7,7 @@
 //   driver/beat/driver   the driver's sequence number, rewritten every heartbeat
 //   driver/messages      counter: how many messages the driver has published
 //   driver/message/<m>   the driver's message m (DriverMessage), m counted from 1
+//   driver/flight/<a>/<k>  executor k's flight records at the stop of attempt a (JSON)
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,11 @@ inline const std::string kDriverBeat = "driver/beat/driver";
 inline std::string info(int executor) { return "driver/exec/" + std::to_string(executor); }
 inline std::string beat(int executor) { return "driver/beat/" + std::to_string(executor); }
 inline std::string message(int64_t number) { return "driver/message/" + std::to_string(number); }
+/// Executor k's flight records of its ranks as the driver's stop of `attempt` found them (a JSON list,
+/// collectives/flight_dump.h).
+inline std::string flight(int attempt, int executor) {
+  return "driver/flight/" + std::to_string(attempt) + "/" + std::to_string(executor);
+}
 }  // namespace store_keys
 
 struct ExecutorInfo {

@@ -60,6 +60,12 @@ std::optional<Fault> FaultDetector::observe(Clock::time_point now, const std::ve
   return hang(now, ranks);
 }
 
+std::vector<double> FaultDetector::stalledSeconds(Clock::time_point now) const {
+  std::vector<double> stalled;
+  for (const Seen& s : seen_) stalled.push_back(s.known ? seconds(now - s.since) : -1);
+  return stalled;
+}
+
 std::optional<Fault> FaultDetector::exited(Clock::time_point now, const std::vector<RankSample>& ranks) {
   const RankSample* first = nullptr;
   for (const RankSample& r : ranks) {

@@ -41,6 +41,13 @@ struct RankSample {
   uint64_t transport_errors = 0;
   uint64_t beats = 0;  // heartbeats sent: 2 means a restarted trainer completed its first step
   std::string where;  // "step 12 forward, all_reduce #40 of dp" (for the report)
+  int64_t step = -1;   // its latest heartbeat's step and phase (-1: none yet)
+  std::string phase;
+  // From its flight record (launcher/flight_watch.h): its coordinates, the operation it has been in longest
+  // ("all_reduce #40 of dp (running)", "" none) and for how many seconds.
+  std::string coordinates;
+  std::string operation;
+  double in_operation_s = -1;
 };
 
 struct Fault {
@@ -62,6 +69,8 @@ class FaultDetector {
 
   /// Feeds one sample of every rank of the job, taken at `now`; the first fault it shows, if any.
   std::optional<Fault> observe(Clock::time_point now, const std::vector<RankSample>& ranks);
+  /// By sample index: seconds from the last time the rank's progress moved to `now` (-1 before its first sample).
+  std::vector<double> stalledSeconds(Clock::time_point now) const;
 
  private:
   struct Seen {

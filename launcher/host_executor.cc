@@ -13,11 +13,13 @@
 
 #include "collectives/bootstrap/local_address.h"
 #include "collectives/bootstrap/store.h"
+#include "collectives/flight_dump.h"
 #include "common/checkpoint_layout.h"
 #include "common/heartbeat.h"
 #include "common/status.h"
 #include "launcher/checkpoint_replicas.h"
 #include "launcher/executor_protocol.h"
+#include "launcher/flight_watch.h"
 #include "launcher/host_plan.h"
 #include "launcher/memory_checkpoints.h"
 #include "launcher/process_group.h"
@@ -28,6 +30,10 @@
 namespace megascale::launcher {
 
 namespace {
+
+// The last operations of each group a host sends the driver: what the diagnosis reads (the operations in
+// flight and the ones just before), at a few KiB per rank through the store.
+constexpr size_t kFlightOpsToDriver = 16;
 
 namespace fs = std::filesystem;
 
@@ -211,6 +217,7 @@ class HostExecutor {
   void stop(const DriverMessage& m);
   void checkLink(const DriverMessage& m);
   void stopRanks();
+  void sendFlightRecords(int attempt);
   [[noreturn]] void fence(const std::string& why);
   int slotOf(const std::vector<int>& slots) const;
   // Another executor's info, on this loop's own store connection (idle for long stretches: made again if it broke).
@@ -231,6 +238,7 @@ class HostExecutor {
   std::unique_ptr<MemoryCheckpoints> memory_;
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<heartbeat::Table> table_;
+  std::unique_ptr<FlightWatch> flights_;
   std::unique_ptr<ProcessGroup> group_;
   int executor_ = -1;
   std::string host_;
@@ -302,11 +310,13 @@ void HostExecutor::runSlot(const DriverMessage& m) {
     replicator_->target("", "", {});
   }
   table_->clear();
+  flights_->clear();
   group_ = std::make_unique<ProcessGroup>();
   const std::string suffix = m.attempt > 0 ? "." + std::to_string(m.attempt) : "";
   for (int local = 0; local < c_.nproc; ++local) {
     std::map<std::string, std::string> env = rankEnvironment(o_.id, suffix, {c_.nproc, c_.world_size, first}, local);
     env["MEGASCALE_HEARTBEAT"] = table_->environmentValue(local);
+    env.merge(flights_->environment(local));
     env["MEGASCALE_RESTART"] = std::to_string(m.attempt);
     env["MEGASCALE_MEMORY_CHECKPOINTS"] = memory_->path();
     // A replica pushed in the background may be a few steps behind the ranks it stands in for.
@@ -316,8 +326,21 @@ void HostExecutor::runSlot(const DriverMessage& m) {
   report_.state = ExecutorReport::State::kRunning;
 }
 
+// The ranks' flight records as the stop found them (before anything is killed): kept on this host, and sent to
+// the driver for its diagnosis. A store that does not take them costs the diagnosis, never the stop.
+void HostExecutor::sendFlightRecords(int attempt) {
+  const auto records = flights_->read(sampleRanks(*group_, *table_), {}, host_, "driver: stop of run " + std::to_string(attempt));
+  flights_->write(records, "restart-" + std::to_string(attempt));
+  try {
+    store_->set(store_keys::flight(attempt, executor_), flight::toJsonList(records, kFlightOpsToDriver));
+  } catch (const Error& e) {
+    logLine(log_, "could not send this host's flight records to the driver: %s", e.what());
+  }
+}
+
 void HostExecutor::stop(const DriverMessage& m) {
   const auto start = Clock::now();
+  if (group_ && report_.state == ExecutorReport::State::kRunning) sendFlightRecords(m.attempt);
   if (group_) {
     for (int r : m.kill) {
       const auto& ranks = group_->ranks();
@@ -379,6 +402,7 @@ int HostExecutor::run(volatile int* forward_signal) {
   std::unique_ptr<ClusterDriver> driver;
   if (executor_ == 0) driver = std::make_unique<ClusterDriver>(c_, o_.id, log_);
   table_ = std::make_unique<heartbeat::Table>(c_.nproc);
+  flights_ = std::make_unique<FlightWatch>(c_.nproc, defaultDiagnosisDirectory(o_.id.job_id));
   // Scanning a few files' sizes and times is cheap: look often, so a replica trails its ranks by little.
   replicator_ = std::make_unique<Replicator>(memory_->path(), o_.id.secret, std::chrono::milliseconds(20), log_);
   Reporter reporter(o_.id, executor_, store_->add(store_keys::kMessages, 0), c_.heartbeat, log_);
@@ -424,6 +448,7 @@ int HostExecutor::run(volatile int* forward_signal) {
     next_sample = now + c_.heartbeat;
     if (group_ && report_.state == ExecutorReport::State::kRunning) {
       report_.ranks = sampleRanks(*group_, *table_);
+      addFlightView(report_.ranks, flights_->read(report_.ranks, {}, host_, "status"));
       bool all_ok = group_->alive() == 0;
       for (const RankProcess& p : group_->ranks()) all_ok = all_ok && !failed(p.wait_status);
       if (all_ok) {

@@ -11,9 +11,11 @@
 #include <sstream>
 
 #include "common/heartbeat.h"
+#include "launcher/flight_watch.h"
 #include "launcher/memory_checkpoints.h"
 #include "launcher/process_group.h"
 #include "launcher/rank_watch.h"
+#include "launcher/status_table.h"
 
 namespace megascale::launcher {
 
@@ -28,6 +30,8 @@ double secondsBetween(Clock::time_point from, Clock::time_point to) {
 struct JobDriver::Attempt {
   int number = 0;
   heartbeat::Table* table = nullptr;
+  FlightWatch* flights = nullptr;
+  const LiveStatus* status = nullptr;
   std::unique_ptr<ProcessGroup> group;
   std::optional<Clock::time_point> fault_detected;  // of the fault that caused this attempt
   std::optional<Clock::time_point> detected_at;     // of the fault that ended it
@@ -40,6 +44,9 @@ JobDriver::~JobDriver() = default;
 
 DriverResult JobDriver::run(volatile int* forward_signal) {
   heartbeat::Table table(options_.nproc);
+  if (options_.diagnosis_dir.empty()) options_.diagnosis_dir = defaultDiagnosisDirectory(options_.id.job_id);
+  FlightWatch flights(options_.nproc, options_.diagnosis_dir);
+  LiveStatus status(options_.diagnosis_dir);
   // Checkpoints in host memory only help a job that restarts.
   if (options_.max_restarts > 0) memory_ = std::make_unique<MemoryCheckpoints>(options_.id.job_id);
   DriverResult result;
@@ -48,8 +55,11 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
     Attempt attempt;
     attempt.number = number;
     attempt.table = &table;
+    attempt.flights = &flights;
+    attempt.status = &status;
     attempt.fault_detected = fault_detected;
     table.clear();
+    flights.clear();
     const Ending ending = runAttempt(attempt, forward_signal, result);
     if (ending != Ending::kFault) return result;
     if (number >= options_.max_restarts) {
@@ -74,6 +84,15 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
   }
 }
 
+// Before any rank is stopped: every rank's flight record as the fault left it, on disk and as a verdict.
+void JobDriver::diagnose(const FlightWatch& flights, const std::vector<RankSample>& samples,
+                         const std::vector<double>& stalled_s, int attempt, const char* fault) {
+  const auto records = flights.read(samples, stalled_s, localHostName(), std::string("driver: ") + fault + " detected");
+  logDiagnosis(log_, records);
+  const std::string dir = flights.write(records, "restart-" + std::to_string(attempt));
+  if (!dir.empty()) logLine(log_, "flight records of all %d ranks: %s (megascale-diagnose %s)", options_.nproc, dir.c_str(), dir.c_str());
+}
+
 JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_signal, DriverResult& result) {
   // A restart runs in a fresh key space of the store.
   const std::string job_suffix = attempt.number > 0 ? "." + std::to_string(attempt.number) : "";
@@ -83,6 +102,7 @@ JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_
     std::map<std::string, std::string> env =
         rankEnvironment(options_.id, job_suffix, {options_.nproc, options_.world_size, options_.rank_offset}, local);
     env["MEGASCALE_HEARTBEAT"] = attempt.table->environmentValue(local);
+    env.merge(attempt.flights->environment(local));
     env["MEGASCALE_RESTART"] = std::to_string(attempt.number);
     if (memory_ != nullptr) env["MEGASCALE_MEMORY_CHECKPOINTS"] = memory_->path();
     group.spawn(options_.rank_offset + local, options_.program, env);
@@ -121,6 +141,7 @@ JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_
       result.summary = culprit + "; stopping the other ranks";
       logLine(log_, "detected %s: %s; rank %d's last report: %s", faultKindName(fault->kind), culprit.c_str(), first->rank,
               first->where.c_str());
+      diagnose(*attempt.flights, samples, detector.stalledSeconds(now), attempt.number, faultKindName(fault->kind));
       // Hung ranks cannot clean up: kill them at once; the others get the grace period.
       if (fault->kind == Fault::Kind::kHang) {
         for (int r : fault->ranks) group.signal(static_cast<size_t>(r - options_.rank_offset), SIGKILL);
@@ -130,6 +151,10 @@ JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_
       logLine(log_, "stopped all %d ranks in %.2f s", options_.nproc, secondsBetween(stop_start, Clock::now()));
       return Ending::kFault;
     }
+    std::vector<RankSample> viewed = samples;
+    addFlightView(viewed, attempt.flights->read(samples, {}, "", "status"));
+    attempt.status->write(statusTable(options_.id.job_id, attempt.number, viewed,
+                            std::vector<std::string>(viewed.size(), localHostName()), detector.stalledSeconds(now)));
     if (attempt.fault_detected && !attempt.recovered) {
       // Recovered once every rank has reported twice (for a trainer: completed its first step since the restart).
       bool all = true;

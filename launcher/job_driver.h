@@ -16,6 +16,7 @@
 
 namespace megascale::launcher {
 
+class FlightWatch;
 class MemoryCheckpoints;
 
 struct DriverOptions {
@@ -31,6 +32,7 @@ struct DriverOptions {
   std::chrono::milliseconds stopped_timeout{0};  // a rank stopped by a signal hangs after this (0: hang_timeout)
   std::string self_check_program;             // after a fault, run this on the host's ranks (empty: none)
   std::chrono::milliseconds self_check_timeout{120000};
+  std::string diagnosis_dir;  // flight records and status (empty: defaultDiagnosisDirectory(id.job_id))
 };
 
 struct DriverResult {
@@ -50,6 +52,8 @@ class JobDriver {
   enum class Ending { kDone, kFault, kSignal };
   struct Attempt;
   Ending runAttempt(Attempt& attempt, volatile int* forward_signal, DriverResult& result);
+  void diagnose(const FlightWatch& flights, const std::vector<RankSample>& samples, const std::vector<double>& stalled_s,
+                int attempt, const char* fault);
 
   DriverOptions options_;
   std::FILE* log_;

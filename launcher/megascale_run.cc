@@ -20,6 +20,7 @@
 #include "launcher/host_executor.h"
 #include "launcher/job_driver.h"
 #include "launcher/print_topology.h"
+#include "launcher/status_table.h"
 
 namespace {
 
@@ -51,6 +52,12 @@ void usage(FILE* out) {
       "  --host-timeout S     across hosts with restarts: a host whose megascale-run is silent for S seconds is\n"
       "                       lost (its ranks are restarted elsewhere), and a megascale-run that cannot reach the\n"
       "                       store or the driver for S seconds stops its ranks (default 10)\n"
+      "  --diagnosis-dir DIR  where the job's live status and flight records go: the driver's dump of every\n"
+      "                       rank at a fault (restart-N/, read by megascale-diagnose) and the ranks' own\n"
+      "                       dumps (flight/) (default ${TMPDIR:-/tmp}/megascale-jobs/JOB_ID)\n"
+      "  --status [JOB]       print the status of a running job (a job id or its diagnosis directory; default:\n"
+      "                       every job running here): per rank its step, the operation it is in and for how\n"
+      "                       long, how long since it made progress, its transport errors\n"
       "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
       "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
       "                       --store, every host's megascale-run prints the whole cluster\n"
@@ -100,6 +107,7 @@ int main(int argc, char** argv) {
   bool self_check = false;
   std::string store_url, job_id, topology_file = config::getString("MEGASCALE_TOPO_FILE");
   bool print_topology = false;
+  std::string diagnosis_dir;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -137,6 +145,12 @@ int main(int argc, char** argv) {
       stopped_timeout_s = parseSeconds("--stopped-timeout", value("--stopped-timeout"));
     else if (a == "--self-check")
       self_check = true;
+    else if (a == "--diagnosis-dir")
+      diagnosis_dir = value("--diagnosis-dir");
+    else if (a == "--status") {
+      const bool named = i + 1 < argc && argv[i + 1][0] != '-';
+      return launcher::printStatus(named ? argv[i + 1] : "", stdout);
+    }
     else if (a == "--topology")
       topology_file = value("--topology");
     else if (a == "--print-topology")
@@ -273,6 +287,7 @@ int main(int argc, char** argv) {
   driver.hang_timeout = std::chrono::milliseconds(static_cast<int64_t>(hang_timeout_s * 1000));
   driver.stopped_timeout = std::chrono::milliseconds(static_cast<int64_t>(stopped_timeout_s * 1000));
   if (self_check) driver.self_check_program = siblingProgram("megascale-selfcheck");
+  driver.diagnosis_dir = diagnosis_dir;
   try {
     launcher::JobDriver job(driver, stderr);
     launcher::DriverResult result = job.run(&g_signal);

@@ -67,6 +67,10 @@ std::vector<RankSample> sampleRanks(const ProcessGroup& group, const heartbeat::
     s.in_collective = issued > completed;
     s.transport_errors = slot.transport_errors.load(std::memory_order_relaxed);
     s.where = describeReport(slot);
+    if (s.beats > 0) {
+      s.step = slot.step.load(std::memory_order_relaxed);
+      s.phase = heartbeat::unpackName(slot.phase.load(std::memory_order_relaxed));
+    }
     samples.push_back(std::move(s));
   }
   return samples;

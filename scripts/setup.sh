@@ -21,6 +21,7 @@ packages=(
   libtorch-dev pybind11-dev python3-dev     # the torch.distributed backend (pytorch/)
   jargon-text                               # the main job's training text (public domain)
   libpng-dev zlib1g-dev                     # the loss-curve plot; gzip-compressed training text
+  nlohmann-json3-dev                        # flight records as JSON (the recorder's dumps, megascale-diagnose)
 )
 
 missing=()

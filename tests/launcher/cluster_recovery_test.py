@@ -120,6 +120,10 @@ def loopback_cases(root, reference):
     detected = jobs[0].driver("detected")
     check(len(detected) == 1 and detected[0][1].startswith("detected rank ended: rank 3 (host host1 (executor 1))"),
           f"rank_killed: the driver names rank 3 and its host: {detected}")
+    diagnosis = jobs[0].driver("diagnosis: ")
+    check(len(diagnosis) == 1 and diagnosis[0][1].startswith("diagnosis: rank 3 (host host1, tp 1 pp 0 dp 1)")
+          and "killed by signal 9" in diagnosis[0][1],
+          f"rank_killed: the diagnosis merged from both hosts' flight records names rank 3 and its host: {diagnosis}")
     check(jobs[0].driver("restart 1 of 2") != [] and jobs[0].driver("recovered") != [],
           "rank_killed: every rank restarted and the driver saw them recover")
     check(codes == [0, 0, 0], f"rank_killed: every host's megascale-run exits 0: {codes}")

@@ -35,6 +35,11 @@ TEST(ExecutorProtocol, ReportRoundTripsWithEveryRank) {
   a.transport_errors = 2;
   a.beats = 5;
   a.where = "step 12 forward, in all_reduce #40 of dp";
+  a.step = 12;
+  a.phase = "forward";
+  a.coordinates = "tp 1 pp 0 dp 2";
+  a.operation = "all_reduce #40 of dp (running)";
+  a.in_operation_s = 1.25;
   RankSample b;
   b.rank = 5;
   b.stopped = true;
@@ -57,6 +62,13 @@ TEST(ExecutorProtocol, ReportRoundTripsWithEveryRank) {
   EXPECT_EQ(back.ranks[0].transport_errors, 2u);
   EXPECT_EQ(back.ranks[0].beats, 5u);
   EXPECT_EQ(back.ranks[0].where, a.where);
+  EXPECT_EQ(back.ranks[0].step, 12);
+  EXPECT_EQ(back.ranks[0].phase, "forward");
+  EXPECT_EQ(back.ranks[0].coordinates, a.coordinates);
+  EXPECT_EQ(back.ranks[0].operation, a.operation);
+  EXPECT_DOUBLE_EQ(back.ranks[0].in_operation_s, 1.25);
+  EXPECT_EQ(back.ranks[1].step, -1);
+  EXPECT_EQ(back.ranks[1].in_operation_s, -1);
   EXPECT_TRUE(back.ranks[1].stopped);
   EXPECT_TRUE(back.ranks[1].in_collective);
   EXPECT_EQ(back.ranks[1].where, "");

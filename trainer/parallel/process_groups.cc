@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "collectives/flight_recorder.h"
+
 namespace megascale::trainer {
 
 ParallelLayout ParallelLayout::forWorld(int world, int tp, int pp) {
@@ -45,6 +47,9 @@ ProcessGroups ProcessGroups::create(std::shared_ptr<Communicator> world, int tp,
   ProcessGroups g;
   g.layout = ParallelLayout::forWorld(world->size(), tp, pp);
   g.me = g.layout.coordinatesOf(world->rank());
+  // Dumps and diagnoses name a rank by its place in the 3D layout.
+  flight::Recorder::process().setCoordinates("tp " + std::to_string(g.me.tp) + " pp " + std::to_string(g.me.pp) +
+                                             " dp " + std::to_string(g.me.dp));
   g.world = world;
   const ParallelLayout& l = g.layout;
   const ParallelLayout::Coordinates& c = g.me;
