@@ -5,14 +5,18 @@
    megascale-diagnose over the flight records the driver wrote gives the same verdict.
 2. Four ranks whose rank 3 calls an all-gather with half the count of the others: the verdict is a mismatch that
    names rank 3 and both sizes, as the program's bug.
+3. Four ranks of a training run, one of them slowed (stopped 20 ms of every 50 ms): the heat map's report names
+   it as the slowest against its peers.
 Usage: diagnosis_job_test.py MEGASCALE_RUN MEGASCALE_TRAIN MEGASCALE_DIAGNOSE MISMATCH_CHECK SOURCE_DIR"""
 import os
 import random
 import re
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 run_bin, train_bin, diagnose_bin, mismatch_bin, source_dir = sys.argv[1:6]
@@ -108,11 +112,58 @@ def mismatch(root):
     check(status == 0 and again == verdict, f"megascale-diagnose agrees: {again}")
 
 
+def slowed_rank(root):
+    """One rank of four gets 40% of the time it would (stopped 20 ms of every 50 ms, as a CPU quota would):
+    the heat map's report names it."""
+    prefix = os.path.join(root, "heatmap")
+    steps = 30  # of ~50 ms each: long against the throttle's 50 ms period
+    command = [run_bin, "-n", "4", train_bin, "--data", os.path.join(root, "text.txt"), "--layers", "4", "--d-model",
+               "96", "--heads", "4", "--seq-len", "32", "--batch-size", "16", "--steps", str(steps), "--lr", "1e-3",
+               "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes", "--tp", "2", "--log-every", "50",
+               "--heatmap", prefix]
+    slow = random.Random(int(time.time())).randrange(4)
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stop = threading.Event()
+
+    def throttle():
+        pid = faults.rank_pid(job.pid, slow)
+        while not stop.is_set() and job.poll() is None:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(0.02)
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return
+            time.sleep(0.03)
+
+    thread = threading.Thread(target=throttle)
+    thread.start()
+    try:
+        out, err = job.communicate(timeout=240)
+    finally:
+        stop.set()
+        thread.join()
+        job.kill()
+    report = out[out.find("heat map:"):] if "heat map:" in out else ""
+    print(f"--- rank {slow} slowed:\n{report}")
+    check(job.returncode == 0, "the slowed job finished" + ("" if job.returncode == 0 else f": {err[-600:]}"))
+    lines = report.splitlines()
+    first = re.match(r"\[0\] rank (\d+) \(.*\): [\d.]+ ms per step, ([\d.]+)x", lines[1]) if len(lines) > 1 else None
+    if first is None and len(lines) > 1:
+        first = re.match(r"rank (\d+) \(.*\): [\d.]+ ms per step, ([\d.]+)x", lines[1].split("] ", 1)[-1])
+    check(first is not None and int(first.group(1)) == slow and float(first.group(2)) >= 1.3,
+          f"the heat map's report names rank {slow} first, well above its peers: {lines[1] if len(lines) > 1 else ''}")
+    with open(prefix + ".csv") as f:
+        rows = f.read().splitlines()
+    check(rows[0] == "rank,step,compute_ms" and len(rows) == 1 + 4 * steps, f"the CSV has a row per rank and step ({len(rows) - 1})")
+
+
 def main():
     with tempfile.TemporaryDirectory() as root:
         write_text(os.path.join(root, "text.txt"))
         stopped_rank(root)
         mismatch(root)
+        slowed_rank(root)
     print(f"{len(failures)} failed" if failures else "PASSED")
     return 1 if failures else 0
 

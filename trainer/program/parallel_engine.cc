@@ -15,6 +15,7 @@
 #include "trainer/checkpoint/sharded_checkpoint.h"
 #include "trainer/kernels/gemm.h"
 #include "trainer/kernels/gemm_bf16.h"
+#include "trainer/monitor/stragglers.h"
 #include "trainer/parallel/parallel_checkpoint.h"
 #include "trainer/parallel/parallel_trainer.h"
 #include "trainer/program/gemm_setup.h"
@@ -111,7 +112,9 @@ class ParallelEngine final : public StepEngine {
                                       steps_run_ <= options_.trace_steps);
     ++steps_run_;
     const ParallelStepResult r = trainer_->step(batch.inputs.data(), batch.targets.data(), lr);
-    return StepOutcome{r.loss, r.grad_norm, trainer_->timeline().takeStep()};
+    const StepTimes times = trainer_->timeline().takeStep();
+    compute_s_.push_back(times.compute());
+    return StepOutcome{r.loss, r.grad_norm, times};
   }
   std::string layout() const override { return trainer_->groups().layout.describe(); }
 
@@ -162,6 +165,7 @@ class ParallelEngine final : public StepEngine {
   }
   void finish() override {
     checkpointer_->finish();
+    if (!options_.heatmap.empty()) writeHeatmap();
     if (options_.trace.empty()) return;
     const std::string trace = trainer_->gatherTrace();
     if (world_->rank() != 0) return;
@@ -219,6 +223,33 @@ class ParallelEngine final : public StepEngine {
   std::string backend_;
   int64_t local_parameters_ = 0;
   int64_t steps_run_ = 0;
+  std::vector<double> compute_s_;  // this rank's compute time per step (the heat map's row)
+
+  // Rank 0 gathers every rank's row (each ran the same steps), writes the CSV and names the stragglers.
+  void writeHeatmap() {
+    const ProcessGroups& g = trainer_->groups();
+    const auto n = static_cast<size_t>(world_->size());
+    const size_t steps = compute_s_.size();
+    std::vector<double> all(steps * n);
+    const Status status = world_->allGather(compute_s_.data(), all.data(), steps, mscFloat64)->wait(timeout_);
+    if (!status.isOk()) throw std::runtime_error("gathering the heat map: " + status.message());
+    if (world_->rank() != 0) return;
+    StragglerInput in;
+    for (size_t r = 0; r < n; ++r) {
+      in.compute_s.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(r * steps),
+                                all.begin() + static_cast<std::ptrdiff_t>((r + 1) * steps));
+      const auto c = g.layout.coordinatesOf(static_cast<int>(r));
+      in.peer_group.push_back(c.pp);
+      in.names.push_back("rank " + std::to_string(r) + " (tp " + std::to_string(c.tp) + " pp " + std::to_string(c.pp) +
+                         " dp " + std::to_string(c.dp) + ")");
+    }
+    const std::string csv_path = options_.heatmap + ".csv";
+    std::ofstream(csv_path) << heatmapCsv(in);
+    const StragglerReport report = findStragglers(in);
+    std::cout << "heat map: " << csv_path << " (" << n << " ranks x " << steps
+              << " steps of compute time); slowest ranks against their pipeline stage:\n"
+              << describeStragglers(in, report, 3);
+  }
   std::unique_ptr<ParallelTrainer> trainer_;
   std::unique_ptr<ParallelCheckpointer> checkpointer_;
 };
