@@ -3,8 +3,8 @@
 # path, ranks simulated over a few processes; see its header) at 1,024 to 16,384 ranks, tp 8 x pp 4. PyTorch:
 # bench/baselines/torch_init_scale.py, one process per rank (TCPStore + gloo, Megatron's new_group calls, a
 # ring exchange), at doubling rank counts until one fails or passes TORCH_MAX_S; then ours at PyTorch's
-# largest. Writes the table and init_scale.png (log10 of the microseconds per rank against log2 of the ranks:
-# 1 ours, 2 PyTorch; a flat line is time per rank that does not grow) to OUT_DIR.
+# largest. Writes the table and init_scale.png (microseconds per rank against ranks, log scales; a flat line is
+# time per rank that does not grow) to OUT_DIR.
 #   TORCH_RANKS="32 64 128 256" TORCH_MAX_S=240 OURS_RANKS="1024 ... 16384" bench/init_scale.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +18,8 @@ torch_max_s=${TORCH_MAX_S:-240}
 echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
 : > "$out/ours.csv"
 : > "$out/torch.csv"
-point() {  # point RANKS SECONDS: log2 ranks, log10 microseconds per rank
-  awk -v s="$2" -v n="$1" 'BEGIN {print log(n) / log(2) "," log(s * 1e6 / n) / log(10)}'
+point() {  # point RANKS SECONDS: ranks, microseconds per rank
+  awk -v s="$2" -v n="$1" 'BEGIN {print n "," s * 1e6 / n}'
 }
 row() {  # row NAME RANKS SECONDS
   printf '%-8s %8d %10.3f %12.1f\n' "$1" "$2" "$3" "$(awk -v s="$3" -v n="$2" 'BEGIN {print s * 1e6 / n}')"
@@ -61,7 +61,9 @@ if (( torch_largest > 0 )); then
   results+=("$(row ours "$torch_largest" "$s")")
   echo "# at $torch_largest ranks: PyTorch $torch_seconds s, ours $s s: $(awk -v t="$torch_seconds" -v s="$s" 'BEGIN {printf "%.0f", t / s}')x faster"
 fi
-"$build/bench/plot_lines" "$out/init_scale.png" "$out/ours.csv" "$out/torch.csv"
-echo "# figure: $out/init_scale.png (x: log2 ranks, y: log10 microseconds per rank; 1 ours, 2 PyTorch)"
+"$build/bench/plot_lines" "$out/init_scale.png" --title "Process-group initialization: time per rank" \
+  --x-label "ranks (log scale)" --y-label "microseconds per rank (log scale)" --log-x --log-y \
+  "megascale=$out/ours.csv" "PyTorch (TCPStore + gloo)=$out/torch.csv"
+echo "# figure: $out/init_scale.png (microseconds per rank against ranks, both log scales; a flat line is time per rank that does not grow)"
 printf '%-8s %8s %10s %12s\n' who ranks seconds us/rank
 printf '%s\n' "${results[@]}"

@@ -20,7 +20,7 @@ packages=(
   python3-torch python3-numpy               # the trainer's numerics oracle and its PyTorch baseline
   libtorch-dev pybind11-dev python3-dev     # the torch.distributed backend (pytorch/)
   jargon-text                               # the main job's training text (public domain)
-  libpng-dev zlib1g-dev                     # the loss-curve plot; gzip-compressed training text
+  libcairo2-dev zlib1g-dev                  # figures (loss curve, heat map, init-scale); gzip-compressed text
   nlohmann-json3-dev                        # flight records as JSON (the recorder's dumps, megascale-diagnose)
 )
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "common/line_plot.h"
+#include "common/plot.h"
 
 namespace megascale::congestion::sim {
 
@@ -62,17 +62,18 @@ void QueueMonitor::writeCsv(std::ostream& out, const std::vector<size_t>& chosen
 }
 
 void QueueMonitor::writePng(const std::string& path, const std::vector<size_t>& chosen) const {
-  std::vector<PlotSeries> lines;
+  plot::LineChart chart{"Queue length of the busiest switch ports", {"time (us)", false, false},
+                        {"data queued (kB)", false, true}, {}};
   for (size_t port : chosen) {
     const std::vector<uint64_t> bytes = series(port);
-    PlotSeries line;
+    plot::Series line{ports_.at(port)->name(), {}, {}};
     for (size_t s = 0; s < times_.size(); ++s) {
       line.x.push_back(static_cast<double>(times_[s]) / kMicrosecond);
       line.y.push_back(static_cast<double>(bytes[s]) / 1000);
     }
-    lines.push_back(std::move(line));
+    chart.series.push_back(std::move(line));
   }
-  writeLinePlot(path, lines, true);
+  plot::writeLineChart(path, chart);
 }
 
 }  // namespace megascale::congestion::sim

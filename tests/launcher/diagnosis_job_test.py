@@ -153,6 +153,8 @@ def slowed_rank(root):
         first = re.match(r"rank (\d+) \(.*\): [\d.]+ ms per step, ([\d.]+)x", lines[1].split("] ", 1)[-1])
     check(first is not None and int(first.group(1)) == slow and float(first.group(2)) >= 1.3,
           f"the heat map's report names rank {slow} first, well above its peers: {lines[1] if len(lines) > 1 else ''}")
+    with open(prefix + ".png", "rb") as f:
+        check(f.read(8) == b"\x89PNG\r\n\x1a\n", "the heat map is a PNG")
     with open(prefix + ".csv") as f:
         rows = f.read().splitlines()
     check(rows[0] == "rank,step,compute_ms" and len(rows) == 1 + 4 * steps, f"the CSV has a row per rank and step ({len(rows) - 1})")

@@ -1,4 +1,4 @@
-// The loss curve as a PNG: steps on x, loss on y, with tick labels drawn by a built-in digit font.
+// The loss curve as a PNG (common/plot.h): steps on x, the loss on y, titled, labelled and keyed.
 #pragma once
 
 #include <string>

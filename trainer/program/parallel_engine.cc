@@ -16,6 +16,7 @@
 #include "trainer/kernels/gemm.h"
 #include "trainer/kernels/gemm_bf16.h"
 #include "trainer/monitor/stragglers.h"
+#include "common/plot.h"
 #include "trainer/parallel/parallel_checkpoint.h"
 #include "trainer/parallel/parallel_trainer.h"
 #include "trainer/program/gemm_setup.h"
@@ -243,10 +244,18 @@ class ParallelEngine final : public StepEngine {
       in.names.push_back("rank " + std::to_string(r) + " (tp " + std::to_string(c.tp) + " pp " + std::to_string(c.pp) +
                          " dp " + std::to_string(c.dp) + ")");
     }
-    const std::string csv_path = options_.heatmap + ".csv";
+    const std::string csv_path = options_.heatmap + ".csv", png_path = options_.heatmap + ".png";
     std::ofstream(csv_path) << heatmapCsv(in);
+    plot::HeatMap map{"Compute time per step and rank (waits for communication taken out)", "step", "rank",
+                      "compute per step (ms)", {}, {}};
+    for (size_t r = 0; r < n; ++r) {
+      map.rows.emplace_back();
+      for (double s : in.compute_s[r]) map.rows.back().push_back(s * 1e3);
+      map.row_names.push_back(std::to_string(r));
+    }
+    plot::writeHeatMap(png_path, map);
     const StragglerReport report = findStragglers(in);
-    std::cout << "heat map: " << csv_path << " (" << n << " ranks x " << steps
+    std::cout << "heat map: " << png_path << " and " << csv_path << " (" << n << " ranks x " << steps
               << " steps of compute time); slowest ranks against their pipeline stage:\n"
               << describeStragglers(in, report, 3);
   }

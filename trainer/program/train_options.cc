@@ -127,8 +127,8 @@ const std::vector<Option>& options() {
       TEXT_OPTION("trace", trace, "write a Chrome/Perfetto trace of every rank here"),
       INT_OPTION("trace-steps", trace_steps, "steps the trace keeps (from the second step on)"),
       TEXT_OPTION("heatmap", heatmap,
-                  "PREFIX: write PREFIX.csv (every rank's compute time per step, waits taken out) and name the ranks "
-                  "slower than the others of their pipeline stage"),
+                  "PREFIX: write PREFIX.png and PREFIX.csv (every rank's compute time per step, waits taken out) and "
+                  "name the ranks slower than the others of their pipeline stage"),
   };
   return table;
 }

@@ -51,7 +51,7 @@ struct TrainOptions {
   std::string pp_comm_precision = "auto";  // the same for the pipeline's activations and gradients
   std::string trace;                 // Chrome/Perfetto trace of every rank (written by world rank 0)
   int64_t trace_steps = 3;           // steps the trace keeps, from the second on
-  std::string heatmap;               // PREFIX: PREFIX.csv of every rank's compute time per step, and the stragglers
+  std::string heatmap;               // PREFIX: PREFIX.png/.csv of every rank's compute time per step; stragglers named
 
   bool overlaps(const std::string& kind) const;
 };
