@@ -71,9 +71,14 @@ ParallelTrainer::~ParallelTrainer() = default;
 
 std::string ParallelTrainer::gatherTrace() {
   const ProcessGroups& g = groups_;
+  // Each rank is named by its coordinates and sorted by pipeline stage, then data-parallel replica, then
+  // tensor-parallel rank: a micro-batch's arrows run down the page from stage to stage.
+  const ParallelLayout& l = g.layout;
   const std::string mine = timeline_.traceEvents(
-      g.world->rank(), "rank " + std::to_string(g.world->rank()) + " (tp" + std::to_string(g.me.tp) + " dp" +
-                           std::to_string(g.me.dp) + " pp" + std::to_string(g.me.pp) + ")");
+      g.world->rank(),
+      "rank " + std::to_string(g.world->rank()) + ": tp " + std::to_string(g.me.tp) + " pp " + std::to_string(g.me.pp) +
+          " dp " + std::to_string(g.me.dp),
+      (g.me.pp * l.dp + g.me.dp) * l.tp + g.me.tp);
   const auto n = static_cast<size_t>(g.world->size());
   int64_t length = static_cast<int64_t>(mine.size());
   std::vector<int64_t> lengths(n);

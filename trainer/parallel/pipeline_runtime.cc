@@ -60,6 +60,19 @@ void PipelineRuntime::wait(const Transfer& transfer, const char* what, const Pip
   if (!status.isOk()) throw transferError(status.code(), what, a, peer, status.message());
 }
 
+// The trace's arrows for a micro-batch: into this compute from the stage that sent its input, out of it to
+// the stage its output goes to (forward: the next virtual stage; backward: the previous one).
+void PipelineRuntime::traceFlows(const PipeAction& a, bool backward, bool first, bool last, Clock::time_point start,
+                                 Clock::time_point end) {
+  const int stage = virtualStage(shape_, groups_.me.pp, a.chunk);
+  const std::string name = std::string(backward ? "backward " : "forward ") + std::to_string(a.micro_batch);
+  const auto key = [&](int from) { return pipelineFlowKey(a.micro_batch, from, backward, groups_.me.tp, groups_.me.dp); };
+  const auto inside = std::chrono::microseconds(1);
+  const bool receives = backward ? !last : !first, sends = backward ? !first : !last;
+  if (receives) timeline_->flowIn(name, key(backward ? stage + 1 : stage - 1), std::min(start + inside, end));
+  if (sends) timeline_->flowOut(name, key(stage), std::max(end - inside, start));
+}
+
 Error PipelineRuntime::transferError(ErrorCode code, const char* what, const PipeAction& a, int peer,
                                      const std::string& cause) const {
   return Error(code, std::string("pipeline ") + what + " of micro-batch " + std::to_string(a.micro_batch) +
@@ -226,7 +239,10 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
         else if (!overlap_) waitDelivered(position);
         const auto t0 = Clock::now();
         loss += chunk.forwardStage(a.micro_batch, in, last ? nullptr : buffer(activations_out_, a).data());
-        if (timeline_ != nullptr) timeline_->computeSpan(describe({a}), t0, Clock::now(), false);
+        if (timeline_ != nullptr) {
+          timeline_->computeSpan(describe({a}), t0, Clock::now(), false);
+          traceFlows(a, false, first, last, t0, Clock::now());
+        }
         break;
       }
       case PipeOp::kBackward: {
@@ -235,7 +251,10 @@ double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_ba
         if (zero != nullptr) zero->setFinalBackward(a.micro_batch == shape_.micro_batches - 1);
         const auto t0 = Clock::now();
         chunk.backwardStage(a.micro_batch, output_grad, first ? nullptr : buffer(gradients_out_, a).data());
-        if (timeline_ != nullptr) timeline_->computeSpan(describe({a}), t0, Clock::now(), true);
+        if (timeline_ != nullptr) {
+          timeline_->computeSpan(describe({a}), t0, Clock::now(), true);
+          traceFlows(a, true, first, last, t0, Clock::now());
+        }
         if (zero != nullptr) zero->setFinalBackward(false);
         break;
       }

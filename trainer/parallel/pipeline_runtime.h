@@ -73,6 +73,8 @@ class PipelineRuntime {
   Error transferError(ErrorCode code, const char* what, const PipeAction& a, int peer, const std::string& cause) const;
   /// Where a compute's input comes from (activations: the previous stage; gradients: the next) and where
   /// its output goes.
+  void traceFlows(const PipeAction& a, bool backward, bool first, bool last, Timeline::Clock::time_point start,
+                  Timeline::Clock::time_point end);
   const PipelineLink& inputLink(bool gradient) const { return gradient ? groups_.next : groups_.previous; }
   const PipelineLink& outputLink(bool gradient) const { return gradient ? groups_.previous : groups_.next; }
   std::optional<Transfer> takeReceive(PipeOp op, const PipeAction& a);

@@ -41,5 +41,32 @@ TEST(Timeline, KeepsSpansOnlyWhileRecording) {
   EXPECT_NE(events.find(R"("args":{"name":"data-parallel comm"})"), std::string::npos);
 }
 
+TEST(Timeline, FlowsJoinTheSendingAndReceivingRanksOfAStep) {
+  const auto t0 = Clock::now();
+  Timeline sender(t0), receiver(t0);
+  sender.setRecording(true);
+  receiver.setRecording(true);
+  const uint64_t key = pipelineFlowKey(3, 0, false, 1, 0);
+  EXPECT_NE(key, pipelineFlowKey(3, 0, false, 0, 0)) << "another pipeline column";
+  EXPECT_NE(key, pipelineFlowKey(3, 0, true, 1, 0)) << "the other direction";
+  sender.flowOut("forward 3", key, t0 + milliseconds(2));
+  receiver.flowIn("forward 3", key, t0 + milliseconds(3));
+  const std::string out = sender.traceEvents(0, "rank 0", 0), in = receiver.traceEvents(4, "rank 4", 1);
+  const auto id = [](const std::string& events) {
+    const size_t at = events.find("\"id\":");
+    return at == std::string::npos ? std::string() : events.substr(at, events.find(',', at) - at);
+  };
+  EXPECT_NE(out.find(R"("ph":"s")"), std::string::npos) << out;
+  EXPECT_NE(in.find(R"("ph":"f","bp":"e")"), std::string::npos) << in;
+  EXPECT_FALSE(id(out).empty());
+  EXPECT_EQ(id(out), id(in)) << "one arrow";
+  EXPECT_NE(in.find(R"("name":"process_sort_index","ph":"M","pid":4,"args":{"sort_index":1})"), std::string::npos);
+  sender.takeStep();
+  Timeline next_step(t0);
+  next_step.setRecording(true);
+  sender.flowOut("forward 3", key, t0 + milliseconds(9));
+  EXPECT_NE(id(sender.traceEvents(0, "rank 0").substr(out.size() - 10)), id(out)) << "the next step's arrow is another";
+}
+
 }  // namespace
 }  // namespace megascale::trainer

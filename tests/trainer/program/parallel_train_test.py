@@ -6,6 +6,7 @@ within 1e-4 (read from the checkpoints); each layout run twice gives the same lo
 stopped halfway resumes bit for bit, and its checkpoint loads into another layout.
 Usage: parallel_train_test.py MEGASCALE_RUN MEGASCALE_TRAIN"""
 import json
+import re
 import os
 import random
 import struct
@@ -159,6 +160,20 @@ def main():
               any(e["name"].startswith("gradient reduce-scatter") for e in spans) and
               any(e["name"].startswith("receive of an activation") for e in spans),
               f"the trace holds computes, TP, PP and DP spans ({sorted(names)[:20]})")
+        # The 3D timeline: ranks named by their coordinates; a micro-batch's arrows join a stage's compute to the
+        # next stage's, within one pipeline column (the same tp and dp).
+        names = {e["pid"]: e["args"]["name"] for e in trace if e["name"] == "process_name"}
+        check(all(re.fullmatch(r"rank \d: tp \d pp \d dp \d", n) for n in names.values()),
+              f"every rank is named by its coordinates ({sorted(names.values())[:3]})")
+        coords = {pid: tuple(int(v) for v in re.findall(r"(?:tp|pp|dp) (\d)", n)) for pid, n in names.items()}
+        starts = {e["id"]: e for e in trace if e["ph"] == "s"}
+        ends = {e["id"]: e for e in trace if e["ph"] == "f"}
+        joined = [(starts[i], ends[i]) for i in starts if i in ends]
+        check(len(joined) > 0 and len(joined) == len(starts) == len(ends),
+              f"every arrow leaves one rank and enters another ({len(starts)} out, {len(ends)} in)")
+        check(all(coords[s["pid"]][0] == coords[f["pid"]][0] and coords[s["pid"]][2] == coords[f["pid"]][2] and
+                  coords[s["pid"]][1] != coords[f["pid"]][1] and s["ts"] <= f["ts"] + 5000 for s, f in joined),
+              "each arrow joins two stages of one pipeline column, forward in time (5 ms for the ranks' epochs)")
         summary = json.load(open(f"{tmp}/summary.json"))
         check(summary["layout"] == "tp2 x pp2 x dp2" and summary["exposed_comm_s_per_step"] > 0 and
               summary["compute_s_per_step"] > 0, f"the summary reports compute and exposed communication ({summary})")
