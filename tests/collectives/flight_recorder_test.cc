@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -212,7 +213,16 @@ TEST(FlightRecorder, CommunicatorsRecordTheirOperationsAndATimeoutDumpsThem) {
         if (!comm->allReduce(data.data(), data.data(), data.size(), mscFloat32, mscSum)->wait(20s).isOk()) ++failures;
         // Rank 1 skips the second all-reduce: rank 0 times out waiting for it.
         if (r == 0) {
-          if (comm->allReduce(data.data(), data.data(), 3, mscFloat32, mscMax)->wait(20s).code() != ErrorCode::kTimeout) ++failures;
+          flight::Recorder::process().setCoordinates("tp 0 pp 0 dp 0");
+          const Status timed_out = comm->allReduce(data.data(), data.data(), 3, mscFloat32, mscMax)->wait(20s);
+          if (timed_out.code() != ErrorCode::kTimeout) ++failures;
+          // The error names the group, its members and this rank's coordinates, besides the operation and peer.
+          if (timed_out.message().find("receive from rank 1") == std::string::npos ||
+              timed_out.message().find("[group pair of 2: world ranks 0, 1; this rank: tp 0 pp 0 dp 0]") ==
+                  std::string::npos) {
+            std::fprintf(stderr, "the timeout's message lacks its scope: %s\n", timed_out.message().c_str());
+            ++failures;
+          }
           gave_up = true;
         } else {
           while (!gave_up) std::this_thread::sleep_for(10ms);
