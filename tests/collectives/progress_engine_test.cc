@@ -66,6 +66,7 @@ class ScopedEnv {
 
 TEST(ProgressEngine, ManyNetworkCommunicatorsShareOneThread) {
   test_support::LocalJob job;
+  flight::Recorder::process();  // its SIGUSR1 dumper: one thread per process, not per communicator
   const int before = threadsInProcess();
   auto comms = ringOfThreads(job.id, 32, tcpOptions());
   // Worker threads would be 32 more; the engine (and the listener watches it runs) adds at most its own thread,
