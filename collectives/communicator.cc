@@ -72,6 +72,7 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));
   o.transport_options = transport::transportOptionsFromConfig();
   o.node_engine = config::getBool("MEGASCALE_SHM_COLLECTIVES");
+  o.flight_recorder = config::getBool("MEGASCALE_FLIGHT_RECORDER");
   auto bytes = [](const char* name, int64_t min) {
     int64_t v = config::getInt(name);
     if (v < min) throw Error(ErrorCode::kInvalidArgument, std::string(name) + " must be >= " + std::to_string(min));
@@ -404,6 +405,7 @@ std::string Communicator::scope() const {
 }
 
 void Communicator::startRecording() {
+  if (!options_.flight_recorder) return;
   flight::Recorder& recorder = flight::Recorder::process();
   flight_.attach(recorder, recorder.claim(packed_name_, rank_, nranks_, world_rank_of_));
 }

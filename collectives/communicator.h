@@ -46,6 +46,7 @@ struct CommunicatorOptions {
   node::NodeOptions node;           // MEGASCALE_SHM_*
   size_t inline_bytes = 64 << 10;   // MEGASCALE_INLINE_BYTES
   LinkCosts link_costs;             // MEGASCALE_NET_MBPS, MEGASCALE_NET_LATENCY_US: the algorithm cost model's
+  bool flight_recorder = true;      // MEGASCALE_FLIGHT_RECORDER: record operations (its children inherit it)
 
   /// Options from the MEGASCALE_* environment (config registry).
   static CommunicatorOptions fromEnvironment();

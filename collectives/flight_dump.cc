@@ -74,6 +74,10 @@ bool readEntry(const Entry& e, const std::vector<int>& members, int64_t now_ns, 
   std::atomic_thread_fence(std::memory_order_acquire);
   if (e.version.load(std::memory_order_relaxed) != before || state == 0) return false;
   const bool known_kind = kind <= static_cast<uint8_t>(Collective::kSendRecv);
+  // Fields the state does not vouch for belong to the entry's previous operation.
+  const auto st = static_cast<OpState>(state);
+  if (st == OpState::kQueued) op.started_s = -1;
+  if (st == OpState::kQueued || st == OpState::kRunning) op.finished_s = -1;
   op.kind = known_kind ? collectiveName(static_cast<Collective>(kind)) : "unknown";
   op.dtype = dtypeName(type);
   if (known_kind && reduces(static_cast<Collective>(kind))) op.redop = opName(redop);
@@ -86,8 +90,12 @@ bool readEntry(const Entry& e, const std::vector<int>& members, int64_t now_ns, 
   op.state = stateName(state);
   if (static_cast<OpState>(state) == OpState::kFailed) op.error = errorCodeName(static_cast<ErrorCode>(error));
   op.waiting_for = worldRank(members, waiting_for);
-  op.send_peer = worldRank(members, send_peer);
-  op.recv_peer = worldRank(members, recv_peer);
+  if (op.pointToPoint()) {
+    op.send_peer = worldRank(members, send_peer);
+    op.recv_peer = worldRank(members, recv_peer);
+  } else {
+    op.peer_count = 0;
+  }
   *out = std::move(op);
   return true;
 }
@@ -171,11 +179,6 @@ OpRecord opFromJson(const json& j, const std::string& where) {
 }
 
 }  // namespace
-
-int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string readCoordinates(const char* area) {
   std::string text;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives/flight_record.h"
+
 namespace megascale::flight {
 
 struct OpRecord {
@@ -59,13 +61,11 @@ struct RankRecord {
   std::vector<GroupRecord> groups;
 };
 
-/// Reads a recorder area at steady-clock time `now_ns`. Entries being rewritten are left out. An area not
+/// Reads a recorder area at time `now_ns` (recorderNowNs). Entries being rewritten are left out. An area not
 /// formatted (magic unset) gives a record with no groups.
 RankRecord readArea(const char* area, int64_t now_ns);
 /// The coordinates a recorder area holds ("" when none).
 std::string readCoordinates(const char* area);
-/// The steady clock the recorder writes, in ns.
-int64_t steadyNowNs();
 
 /// One JSON object, indented.
 std::string toJson(const RankRecord& record);

@@ -6,8 +6,12 @@
 //
 // A reader copies an entry between two reads of its version (a seqlock: odd while the entry is being rewritten
 // for a new operation) and drops a torn copy; the state of a live entry moves forward only (queued, running,
-// done or failed), each timestamp stored before the state that announces it.
+// done or failed), each timestamp stored before the state that announces it. Fields the state does not vouch
+// for (a queued entry's start, a running one's end, a collective's send/recv peers) may be the previous
+// operation's: readers ignore them.
 #pragma once
+
+#include <time.h>
 
 #include <atomic>
 #include <cstddef>
@@ -34,7 +38,7 @@ struct Entry {
   std::atomic<uint8_t> algorithm;  // Algorithm, or kNodeEngine; kAuto until the operation starts
   std::atomic<int32_t> root;       // group rank; -1: none
   std::atomic<uint64_t> count;     // elements per rank as the caller passed them (send/recv: of the first op)
-  std::atomic<int64_t> issued_ns;  // steady clock (CLOCK_MONOTONIC: the same in every process of the host)
+  std::atomic<int64_t> issued_ns;  // CLOCK_MONOTONIC_COARSE (the same in every process of the host)
   std::atomic<int64_t> started_ns;
   std::atomic<int64_t> finished_ns;
   std::atomic<int32_t> waiting_for;  // group rank a stalled run waits on; -1: none known
@@ -70,6 +74,15 @@ struct Header {
   std::atomic<int32_t> world_rank;  // -1 until the first communicator is made
   std::atomic<uint64_t> coordinates[kCoordinateWords];
 };
+
+/// The clock the recorder writes, in ns: CLOCK_MONOTONIC_COARSE, a few ns to read (the precise clock costs
+/// ~25 ns in a VM, three times per operation), its tick of 1-4 ms far finer than the hangs and waits it times.
+/// The same in every process of the host.
+inline int64_t recorderNowNs() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
 
 constexpr size_t roundUp(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 constexpr size_t kHeaderBytes = 4096;

@@ -190,7 +190,7 @@ std::string Recorder::coordinates() const {
 
 RankRecord Recorder::snapshot(const std::string& reason) const {
   RankRecord record;
-  if (area_ != nullptr) record = readArea(area_, steadyNowNs());
+  if (area_ != nullptr) record = readArea(area_, recorderNowNs());
   record.reason = reason;
   return record;
 }
@@ -225,7 +225,7 @@ std::string Recorder::dump(const std::string& reason) const {
 
 void Recorder::dumpAfterTimeout(const std::string& what) {
   if (area_ == nullptr) return;
-  const int64_t now = steadyNowNs();
+  const int64_t now = recorderNowNs();
   int64_t last = last_timeout_dump_ns_.load(std::memory_order_relaxed);
   if (last != 0 && now - last < 10'000'000'000) return;
   if (!last_timeout_dump_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
@@ -268,14 +268,16 @@ uint64_t GroupLog::issued(const Issue& op) {
   e.algorithm.store(static_cast<uint8_t>(op.algorithm), std::memory_order_relaxed);
   e.root.store(op.root, std::memory_order_relaxed);
   e.count.store(op.count, std::memory_order_relaxed);
-  e.issued_ns.store(steadyNowNs(), std::memory_order_relaxed);
-  e.started_ns.store(0, std::memory_order_relaxed);
-  e.finished_ns.store(0, std::memory_order_relaxed);
+  e.issued_ns.store(recorderNowNs(), std::memory_order_relaxed);
+  // The times, the error and the peers of the entry's last operation stay: the state says which fields hold
+  // (started once running, finished and error once done or failed, peers for send/recv only). Fewer stores on
+  // the small-message path.
   e.waiting_for.store(-1, std::memory_order_relaxed);
-  e.error.store(0, std::memory_order_relaxed);
-  e.peer_count.store(static_cast<int16_t>(op.peer_count), std::memory_order_relaxed);
-  e.send_peer.store(op.send_peer, std::memory_order_relaxed);
-  e.recv_peer.store(op.recv_peer, std::memory_order_relaxed);
+  if (op.kind == Collective::kSendRecv) {
+    e.peer_count.store(static_cast<int16_t>(op.peer_count), std::memory_order_relaxed);
+    e.send_peer.store(op.send_peer, std::memory_order_relaxed);
+    e.recv_peer.store(op.recv_peer, std::memory_order_relaxed);
+  }
   e.state.store(static_cast<uint8_t>(OpState::kQueued), std::memory_order_relaxed);
   e.version.store(version + 2, std::memory_order_release);
   block_->ops.store(ticket, std::memory_order_release);
@@ -293,14 +295,14 @@ void GroupLog::started(uint64_t ticket, uint8_t algorithm) {
   Entry* e = entry(ticket);
   if (e == nullptr) return;
   e->algorithm.store(algorithm, std::memory_order_relaxed);
-  e->started_ns.store(steadyNowNs(), std::memory_order_relaxed);
+  e->started_ns.store(recorderNowNs(), std::memory_order_relaxed);
   e->state.store(static_cast<uint8_t>(OpState::kRunning), std::memory_order_release);
 }
 
 void GroupLog::finished(uint64_t ticket, ErrorCode code) {
   Entry* e = entry(ticket);
   if (e == nullptr) return;
-  e->finished_ns.store(steadyNowNs(), std::memory_order_relaxed);
+  e->finished_ns.store(recorderNowNs(), std::memory_order_relaxed);
   e->error.store(static_cast<uint8_t>(code), std::memory_order_relaxed);
   // A failed run keeps whom it waited for: that is what its dump is read for.
   if (code == ErrorCode::kOk) e->waiting_for.store(-1, std::memory_order_relaxed);

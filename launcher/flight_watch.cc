@@ -38,7 +38,7 @@ std::vector<flight::RankRecord> FlightWatch::read(const std::vector<RankSample>&
                                                   const std::vector<double>& stalled_s, const std::string& host,
                                                   const std::string& reason) const {
   std::vector<flight::RankRecord> records;
-  const int64_t now = flight::steadyNowNs();
+  const int64_t now = flight::recorderNowNs();
   for (size_t i = 0; i < samples.size() && static_cast<int>(i) < table_.count(); ++i) {
     const RankSample& s = samples[i];
     flight::RankRecord r = flight::readArea(table_.area(static_cast<int>(i)), now);
