@@ -100,4 +100,74 @@ class GroupLog {
   GroupBlock* block_ = nullptr;
 };
 
+// The writer is inline: it runs on every operation, the small-message path included.
+
+inline uint64_t GroupLog::issued(const Issue& op) {
+  if (block_ == nullptr) return 0;
+  const uint64_t ticket = block_->ops.load(std::memory_order_relaxed) + 1;
+  Entry& e = block_->entries[(ticket - 1) % kEntries];
+  const uint32_t version = e.version.load(std::memory_order_relaxed);
+  e.version.store(version + 1, std::memory_order_relaxed);  // odd: readers drop what they copy now
+  std::atomic_thread_fence(std::memory_order_release);
+  uint32_t seq = op.seq;
+  if (op.kind == Collective::kSendRecv) {
+    seq = block_->point_to_point.load(std::memory_order_relaxed);
+    block_->point_to_point.store(seq + 1, std::memory_order_relaxed);
+  } else {
+    block_->collectives.store(seq + 1, std::memory_order_relaxed);
+  }
+  e.seq.store(seq, std::memory_order_relaxed);
+  e.kind.store(static_cast<uint8_t>(op.kind), std::memory_order_relaxed);
+  e.dtype.store(static_cast<uint8_t>(op.dtype), std::memory_order_relaxed);
+  e.redop.store(static_cast<uint8_t>(op.redop), std::memory_order_relaxed);
+  e.algorithm.store(static_cast<uint8_t>(op.algorithm), std::memory_order_relaxed);
+  e.root.store(op.root, std::memory_order_relaxed);
+  e.count.store(op.count, std::memory_order_relaxed);
+  e.issued_ns.store(recorderNowNs(), std::memory_order_relaxed);
+  // The times, the error and the peers of the entry's last operation stay: the state says which fields hold
+  // (started once running, finished and error once done or failed, peers for send/recv only). Fewer stores on
+  // the small-message path.
+  e.waiting_for.store(-1, std::memory_order_relaxed);
+  if (op.kind == Collective::kSendRecv) {
+    e.peer_count.store(static_cast<int16_t>(op.peer_count), std::memory_order_relaxed);
+    e.send_peer.store(op.send_peer, std::memory_order_relaxed);
+    e.recv_peer.store(op.recv_peer, std::memory_order_relaxed);
+  }
+  e.state.store(static_cast<uint8_t>(OpState::kQueued), std::memory_order_relaxed);
+  e.version.store(version + 2, std::memory_order_release);
+  block_->ops.store(ticket, std::memory_order_release);
+  return ticket;
+}
+
+inline Entry* GroupLog::entry(uint64_t ticket) {
+  if (block_ == nullptr || ticket == 0) return nullptr;
+  // Over kEntries operations in flight reuse the entry of this one: its later states are then not recorded.
+  if (block_->ops.load(std::memory_order_relaxed) - ticket >= static_cast<uint64_t>(kEntries)) return nullptr;
+  return &block_->entries[(ticket - 1) % kEntries];
+}
+
+inline void GroupLog::started(uint64_t ticket, uint8_t algorithm) {
+  Entry* e = entry(ticket);
+  if (e == nullptr) return;
+  e->algorithm.store(algorithm, std::memory_order_relaxed);
+  e->started_ns.store(recorderNowNs(), std::memory_order_relaxed);
+  e->state.store(static_cast<uint8_t>(OpState::kRunning), std::memory_order_release);
+}
+
+inline void GroupLog::finished(uint64_t ticket, ErrorCode code) {
+  Entry* e = entry(ticket);
+  if (e == nullptr) return;
+  e->finished_ns.store(recorderNowNs(), std::memory_order_relaxed);
+  e->error.store(static_cast<uint8_t>(code), std::memory_order_relaxed);
+  // A failed run keeps whom it waited for: that is what its dump is read for.
+  if (code == ErrorCode::kOk) e->waiting_for.store(-1, std::memory_order_relaxed);
+  e->state.store(static_cast<uint8_t>(code == ErrorCode::kOk ? OpState::kDone : OpState::kFailed),
+                 std::memory_order_release);
+}
+
+inline std::atomic<int32_t>* GroupLog::waitingFor(uint64_t ticket) {
+  Entry* e = entry(ticket);
+  return e == nullptr ? nullptr : &e->waiting_for;
+}
+
 }  // namespace megascale::flight
