@@ -1,7 +1,5 @@
 #include "collectives/flight_dump.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -12,6 +10,7 @@
 #include "collectives/schedule.h"
 #include "common/heartbeat.h"
 #include "common/status.h"
+#include "topology/host_record.h"
 
 namespace megascale::flight {
 
@@ -117,12 +116,6 @@ GroupRecord readGroup(const GroupBlock& block, int64_t now_ns) {
   return g;
 }
 
-std::string hostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 json opToJson(const OpRecord& op) {
   json j = {{"seq", op.seq},     {"kind", op.kind},         {"dtype", op.dtype},         {"count", op.count},
             {"bytes", op.bytes}, {"state", op.state},       {"issued_s", op.issued_s},   {"started_s", op.started_s},
@@ -189,7 +182,7 @@ std::string readCoordinates(const char* area) {
 RankRecord readArea(const char* area, int64_t now_ns) {
   RankRecord r;
   r.taken_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  r.host = hostName();
+  r.host = topology::thisHostName();
   const Header& h = header(area);
   if (h.magic.load(std::memory_order_acquire) != kMagic) return r;
   r.rank = h.world_rank.load(std::memory_order_relaxed);

@@ -20,12 +20,6 @@ std::string diagnosisBase() {
 
 std::string defaultDiagnosisDirectory(const std::string& job_id) { return diagnosisBase() + "/" + job_id; }
 
-std::string localHostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 FlightWatch::FlightWatch(int nproc, std::string dir)
     : table_("megascale-flight-records", nproc, flight::kAreaBytes), dir_(std::move(dir)) {}
 

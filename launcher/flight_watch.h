@@ -48,7 +48,4 @@ void addFlightView(std::vector<RankSample>& samples, const std::vector<flight::R
 /// "diagnosis: <verdict>", then a "diagnosis detail: ..." line per detail.
 void logDiagnosis(std::FILE* log, const std::vector<flight::RankRecord>& records);
 
-/// This machine's name (gethostname).
-std::string localHostName();
-
 }  // namespace megascale::launcher

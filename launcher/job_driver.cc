@@ -16,6 +16,7 @@
 #include "launcher/process_group.h"
 #include "launcher/rank_watch.h"
 #include "launcher/status_table.h"
+#include "topology/host_record.h"
 
 namespace megascale::launcher {
 
@@ -87,7 +88,7 @@ DriverResult JobDriver::run(volatile int* forward_signal) {
 // Before any rank is stopped: every rank's flight record as the fault left it, on disk and as a verdict.
 void JobDriver::diagnose(const FlightWatch& flights, const std::vector<RankSample>& samples,
                          const std::vector<double>& stalled_s, int attempt, const char* fault) {
-  const auto records = flights.read(samples, stalled_s, localHostName(), std::string("driver: ") + fault + " detected");
+  const auto records = flights.read(samples, stalled_s, topology::thisHostName(), std::string("driver: ") + fault + " detected");
   logDiagnosis(log_, records);
   const std::string dir = flights.write(records, "restart-" + std::to_string(attempt));
   if (!dir.empty()) logLine(log_, "flight records of all %d ranks: %s (megascale-diagnose %s)", options_.nproc, dir.c_str(), dir.c_str());
@@ -154,7 +155,7 @@ JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_
     std::vector<RankSample> viewed = samples;
     addFlightView(viewed, attempt.flights->read(samples, {}, "", "status"));
     attempt.status->write(statusTable(options_.id.job_id, attempt.number, viewed,
-                            std::vector<std::string>(viewed.size(), localHostName()), detector.stalledSeconds(now)));
+                            std::vector<std::string>(viewed.size(), topology::thisHostName()), detector.stalledSeconds(now)));
     if (attempt.fault_detected && !attempt.recovered) {
       // Recovered once every rank has reported twice (for a trainer: completed its first step since the restart).
       bool all = true;
