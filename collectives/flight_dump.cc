@@ -49,29 +49,29 @@ int worldRank(const std::vector<int>& members, int group_rank) {
   return group_rank >= 0 && static_cast<size_t>(group_rank) < members.size() ? members[group_rank] : -1;
 }
 
-// A consistent copy of the entry, or false when it is empty or was being rewritten.
+// A consistent copy of the entry, or false when it is empty or was being rewritten. Every load acquires (free on
+// x86), so the second read of the version cannot move above them: a seqlock without a fence, which TSan checks.
 bool readEntry(const Entry& e, const std::vector<int>& members, int64_t now_ns, OpRecord* out) {
   const uint32_t before = e.version.load(std::memory_order_acquire);
   if (before & 1u) return false;
   OpRecord op;
   const uint8_t state = e.state.load(std::memory_order_acquire);
-  const uint8_t kind = e.kind.load(std::memory_order_relaxed);
-  const auto type = static_cast<mscDataType_t>(e.dtype.load(std::memory_order_relaxed));
-  const uint8_t algorithm = e.algorithm.load(std::memory_order_relaxed);
-  op.seq = e.seq.load(std::memory_order_relaxed);
-  op.root = e.root.load(std::memory_order_relaxed);
-  op.count = e.count.load(std::memory_order_relaxed);
-  op.issued_s = secondsBefore(now_ns, e.issued_ns.load(std::memory_order_relaxed));
-  op.started_s = secondsBefore(now_ns, e.started_ns.load(std::memory_order_relaxed));
-  op.finished_s = secondsBefore(now_ns, e.finished_ns.load(std::memory_order_relaxed));
-  const int waiting_for = e.waiting_for.load(std::memory_order_relaxed);
-  const uint8_t error = e.error.load(std::memory_order_relaxed);
-  op.peer_count = e.peer_count.load(std::memory_order_relaxed);
-  const int send_peer = e.send_peer.load(std::memory_order_relaxed);
-  const int recv_peer = e.recv_peer.load(std::memory_order_relaxed);
-  const auto redop = static_cast<mscRedOp_t>(e.redop.load(std::memory_order_relaxed));
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (e.version.load(std::memory_order_relaxed) != before || state == 0) return false;
+  const uint8_t kind = e.kind.load(std::memory_order_acquire);
+  const auto type = static_cast<mscDataType_t>(e.dtype.load(std::memory_order_acquire));
+  const uint8_t algorithm = e.algorithm.load(std::memory_order_acquire);
+  op.seq = e.seq.load(std::memory_order_acquire);
+  op.root = e.root.load(std::memory_order_acquire);
+  op.count = e.count.load(std::memory_order_acquire);
+  op.issued_s = secondsBefore(now_ns, e.issued_ns.load(std::memory_order_acquire));
+  op.started_s = secondsBefore(now_ns, e.started_ns.load(std::memory_order_acquire));
+  op.finished_s = secondsBefore(now_ns, e.finished_ns.load(std::memory_order_acquire));
+  const int waiting_for = e.waiting_for.load(std::memory_order_acquire);
+  const uint8_t error = e.error.load(std::memory_order_acquire);
+  op.peer_count = e.peer_count.load(std::memory_order_acquire);
+  const int send_peer = e.send_peer.load(std::memory_order_acquire);
+  const int recv_peer = e.recv_peer.load(std::memory_order_acquire);
+  const auto redop = static_cast<mscRedOp_t>(e.redop.load(std::memory_order_acquire));
+  if (e.version.load(std::memory_order_acquire) != before || state == 0) return false;
   const bool known_kind = kind <= static_cast<uint8_t>(Collective::kSendRecv);
   // Fields the state does not vouch for belong to the entry's previous operation.
   const auto st = static_cast<OpState>(state);

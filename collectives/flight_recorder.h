@@ -106,9 +106,9 @@ inline uint64_t GroupLog::issued(const Issue& op) {
   if (block_ == nullptr) return 0;
   const uint64_t ticket = block_->ops.load(std::memory_order_relaxed) + 1;
   Entry& e = block_->entries[(ticket - 1) % kEntries];
-  const uint32_t version = e.version.load(std::memory_order_relaxed);
-  e.version.store(version + 1, std::memory_order_relaxed);  // odd: readers drop what they copy now
-  std::atomic_thread_fence(std::memory_order_release);
+  // Odd: readers drop what they copy now. An acquire-release exchange rather than a fence (which TSan cannot
+  // check): the stores below cannot move above it.
+  const uint32_t version = e.version.fetch_add(1, std::memory_order_acq_rel);
   uint32_t seq = op.seq;
   if (op.kind == Collective::kSendRecv) {
     seq = block_->point_to_point.load(std::memory_order_relaxed);
