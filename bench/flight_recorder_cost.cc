@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/unique_id.h"
 #include "collectives/communicator.h"
 #include "collectives/flight_recorder.h"
 #include "common/config.h"

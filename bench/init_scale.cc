@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "bench/init_scale_store.h"
-#include "collectives/bootstrap/store.h"
-#include "collectives/bootstrap/tcp_store_server.h"
+#include "bootstrap/store.h"
+#include "bootstrap/tcp_store_server.h"
 #include "collectives/communicator.h"
 #include "common/log.h"
 #include "testbed/redis_server.h"

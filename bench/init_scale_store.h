@@ -5,7 +5,7 @@
 #include <atomic>
 #include <memory>
 
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/store.h"
 
 namespace megascale::bench {
 

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/store.h"
 #include "transport/address_list.h"
 
 namespace megascale {

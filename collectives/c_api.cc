@@ -7,10 +7,10 @@
 #include <mutex>
 #include <vector>
 
-#include "collectives/bootstrap/launch_env.h"
-#include "collectives/bootstrap/launcher_channel.h"
-#include "collectives/bootstrap/local_address.h"
-#include "collectives/bootstrap/tcp_store_server.h"
+#include "bootstrap/launch_env.h"
+#include "bootstrap/launcher_channel.h"
+#include "bootstrap/local_address.h"
+#include "bootstrap/tcp_store_server.h"
 #include "collectives/communicator.h"
 #include "common/config.h"
 #include "common/log.h"

@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "collectives/address_book.h"
-#include "collectives/bootstrap/local_address.h"
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/local_address.h"
+#include "bootstrap/store.h"
 #include "collectives/dtype.h"
 #include "collectives/executor.h"
 #include "topology/host_record.h"

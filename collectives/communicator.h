@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap/store.h"
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/store.h"
+#include "bootstrap/unique_id.h"
 #include "collectives/executor.h"
 #include "collectives/flight_recorder.h"
 #include "collectives/host_layout.h"

@@ -3,9 +3,9 @@
 #include <mutex>
 #include <vector>
 
-#include "collectives/bootstrap/launch_env.h"
-#include "collectives/bootstrap/launcher_channel.h"
-#include "collectives/bootstrap/tcp_store_server.h"
+#include "bootstrap/launch_env.h"
+#include "bootstrap/launcher_channel.h"
+#include "bootstrap/tcp_store_server.h"
 #include "collectives/communicator.h"
 
 namespace megascale {

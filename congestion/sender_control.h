@@ -1,4 +1,4 @@
-// The one interface of a sender's congestion control, so that the packet-level simulator (congestion/sim) and a
+// The one interface of a sender's congestion control, so that the packet-level simulator (sim) and a
 // real transport run the same code: events in (ACKs with RTT and ECN echo, CNPs, bytes sent, losses, timeouts,
 // timers), outputs out (a rate and/or a window, and the gap to leave between packets).
 #pragma once
@@ -6,21 +6,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/picoseconds.h"
+
 namespace megascale::congestion {
-
-/// Time everywhere in congestion/: picoseconds on one monotonic clock (the simulator's, or a transport's
-/// steady clock), so 400 Gb/s serialization (20 ps per byte) stays exact in integers.
-using Picoseconds = int64_t;
-constexpr Picoseconds kNanosecond = 1000;
-constexpr Picoseconds kMicrosecond = 1000 * kNanosecond;
-constexpr Picoseconds kMillisecond = 1000 * kMicrosecond;
-constexpr Picoseconds kSecond = 1000 * kMillisecond;
-constexpr Picoseconds kNever = std::numeric_limits<Picoseconds>::max();
-
-/// Bits per second -> picoseconds to serialize `bytes`.
-constexpr Picoseconds serializationTime(uint64_t bytes, double bits_per_second) {
-  return static_cast<Picoseconds>(static_cast<double>(bytes) * 8.0 * 1e12 / bits_per_second);
-}
 
 struct AckEvent {
   Picoseconds now = 0;

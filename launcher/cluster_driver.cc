@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/store.h"
 #include "common/status.h"
 #include "launcher/executor_protocol.h"
 #include "collectives/flight_dump.h"

@@ -14,7 +14,7 @@
 #include <memory>
 #include <thread>
 
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/unique_id.h"
 
 namespace megascale::launcher {
 

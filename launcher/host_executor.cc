@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "collectives/bootstrap/local_address.h"
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/local_address.h"
+#include "bootstrap/store.h"
 #include "collectives/flight_dump.h"
 #include "common/checkpoint_layout.h"
 #include "common/heartbeat.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/unique_id.h"
 #include "launcher/cluster_driver.h"
 
 namespace megascale::launcher {

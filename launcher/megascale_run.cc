@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bootstrap/tcp_store_server.h"
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/tcp_store_server.h"
+#include "bootstrap/unique_id.h"
 #include "common/config.h"
 #include "common/crypto.h"
 #include "launcher/host_executor.h"

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "collectives/bootstrap/redis_store.h"
-#include "collectives/bootstrap/tcp_store_server.h"
+#include "bootstrap/redis_store.h"
+#include "bootstrap/tcp_store_server.h"
 #include "common/config.h"
 #include "common/crypto.h"
 #include "common/status.h"

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/store.h"
 #include "topology/host_record.h"
 #include "topology/net_interfaces.h"
 #include "topology/slurm_topology.h"

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/unique_id.h"
 
 namespace megascale::launcher {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/unique_id.h"
 #include "launcher/fault_detector.h"
 
 namespace megascale::heartbeat {

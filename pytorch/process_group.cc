@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "collectives/bootstrap/launcher_channel.h"
+#include "bootstrap/launcher_channel.h"
 #include "common/config.h"
 #include "common/crypto.h"
 #include "common/status.h"

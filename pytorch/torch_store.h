@@ -5,7 +5,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/store.h"
 
 namespace megascale::pytorch {
 

@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "collectives/bootstrap/redis_store.h"
-#include "collectives/bootstrap/unique_id.h"
+#include "bootstrap/redis_store.h"
+#include "bootstrap/unique_id.h"
 #include "common/socket.h"
 
 namespace megascale::testbed {

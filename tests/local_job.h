@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "collectives/bootstrap/tcp_store_server.h"
+#include "bootstrap/tcp_store_server.h"
 
 namespace megascale::test_support {
 

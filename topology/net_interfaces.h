@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/ipv4_interfaces.h"
+
 namespace megascale::topology {
 
 struct NetInterface {
@@ -29,11 +31,8 @@ uint64_t guidFromMac(const std::string& mac);
 /// (a virtio NIC's device link ends in .../0000:00:03.0/virtio2). "" when no component is a PCI address.
 std::string pciFunctionPath(const std::string& device_path);
 
-/// Whether `name` is selected by `spec`: a comma-separated list of name prefixes ("eth,ib"), "=name" for an
-/// exact name, and a leading "^" that turns the whole list into exclusions ("^docker,lo"). An empty spec
-/// selects everything except loopback, docker* and virbr* (discoverInterfaces falls back to loopback when
-/// nothing else is up).
-bool interfaceSelected(const std::string& name, const std::string& spec);
+/// The selection syntax of NCCL_SOCKET_IFNAME (common/ipv4_interfaces.h).
+using ::megascale::interfaceSelected;
 
 /// The interfaces that are up, have an IPv4 address and are selected by `spec`, in the kernel's order.
 /// With an empty spec and no other interface, the loopback interface.

@@ -26,7 +26,7 @@ void readIbOptions(TransportOptions* o) {
   const int64_t flap_ms = intIn("MEGASCALE_IB_FLAP_MS", 1, int64_t{1} << 40);
   o->ib_timeout = static_cast<int>(intIn("MEGASCALE_IB_TIMEOUT", -1, 31));
   if (o->ib_timeout < 0) {
-    o->ib_timeout = verbsRetryFor(flap_ms * congestion::kMillisecond, static_cast<uint8_t>(o->ib_retry_cnt)).timeout;
+    o->ib_timeout = verbsRetryFor(flap_ms * kMillisecond, static_cast<uint8_t>(o->ib_retry_cnt)).timeout;
   }
 }
 

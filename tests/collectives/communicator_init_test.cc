@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap/store_fixture.h"
+#include "bootstrap/store_fixture.h"
 #include "collectives/communicator.h"
 
 namespace megascale {

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/bootstrap/store.h"
+#include "bootstrap/store.h"
 #include "local_job.h"
 
 namespace megascale {

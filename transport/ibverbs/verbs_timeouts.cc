@@ -2,8 +2,6 @@
 
 namespace megascale::transport {
 
-using congestion::kNanosecond;
-
 namespace {
 constexpr Picoseconds kAckTimeoutUnit = 4096 * kNanosecond;  // 4.096 us
 }

@@ -6,12 +6,9 @@
 
 #include <cstdint>
 
-#include "congestion/sender_control.h"
+#include "common/picoseconds.h"
 
 namespace megascale::transport {
-
-using congestion::kNever;
-using congestion::Picoseconds;
 
 struct VerbsRetry {
   uint8_t timeout = 0;        // ibv_qp_attr.timeout (5 bits); 0 waits forever

@@ -7,10 +7,6 @@
 namespace megascale::transport {
 namespace {
 
-using congestion::kMicrosecond;
-using congestion::kNanosecond;
-using congestion::kSecond;
-
 TEST(VerbsTimeouts, AckTimeoutIs4096NanosecondsTimesAPowerOfTwo) {
   EXPECT_EQ(verbsAckTimeout(0), kNever);
   EXPECT_EQ(verbsAckTimeout(1), 8192 * kNanosecond);
