@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 RATES=${RATES:-"2gbit 10gbit"} HOSTS=${HOSTS:-4} RAIL_RATE=${RAIL_RATE:-250mbit} SIZE=${SIZE:-64M}
 REPEATS=${REPEATS:-3} ITERS=${ITERS:-5} TOOLS=${TOOLS:-"hier ring gloo mpi"} PARTS=${PARTS:-"1 2"}
-[ "$(id -u)" = 0 ] || { echo "multihost_compare: the emulated cluster needs root"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIPPED: multihost_compare: the emulated cluster needs root"; exit 77; }
 for tool in iperf3 mpirun; do command -v "$tool" > /dev/null || { echo "multihost_compare: $tool is missing (scripts/setup.sh)"; exit 2; }; done
 source testbed/emulated_cluster.sh
 source bench/cluster_runs.sh

@@ -21,7 +21,7 @@ class RedisServer {
   /// maxclients: how many connections it accepts.
   explicit RedisServer(UniqueId* id, int maxclients = 10000) {
     if (access("/usr/bin/redis-server", X_OK) != 0) {
-      why_ = "redis-server is not installed (scripts/setup.sh installs it)";
+      why_ = "redis-server is not installed [missing: redis-server]";
       return;
     }
     sockaddr_in bound{};

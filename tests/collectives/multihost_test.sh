@@ -10,7 +10,7 @@
 set -euo pipefail
 run=$1 store=$2 check=$3 perf=$4
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "skipped: the emulated cluster needs root"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIPPED: the emulated cluster needs root"; exit 77; }
 source testbed/emulated_cluster.sh
 fail() { echo "FAIL: $*"; exit 1; }
 cluster_up 2 2

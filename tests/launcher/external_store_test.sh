@@ -8,7 +8,7 @@ export MEGASCALE_JOB_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n
 if [ "$kind" = tcp ]; then
   "$store" --host 127.0.0.1 --port "$port" & server=$!
 else
-  if ! command -v redis-server >/dev/null; then echo "SKIP: redis-server not installed"; exit 0; fi
+  if ! command -v redis-server >/dev/null; then echo "SKIPPED: redis-server not installed [missing: redis-server]"; exit 77; fi
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning \
     --requirepass "$("$store" --print-redis-password)" & server=$!
 fi

@@ -5,7 +5,7 @@ test plays the agent: a real torch.distributed.TCPStore on MASTER_PORT, and N wo
 environment. They must rendezvous through the agent's store (rank 0 cannot serve its own on the occupied port) and
 their collectives must be right. A second run without rank 0 must fail within the timeout, naming the store.
 
-Usage: torch_agent_store_test.py N program [args...]   (skips, exit 0 with a reason, without torch)"""
+Usage: torch_agent_store_test.py N program [args...]   (skips, exit 77 with a reason, without torch)"""
 import datetime
 import os
 import subprocess
@@ -15,8 +15,8 @@ import time
 try:
     import torch.distributed as dist
 except ImportError as e:
-    print(f"SKIPPED: torch is not importable ({e})")
-    sys.exit(0)
+    print(f"SKIPPED: torch is not importable ({e}) [missing: python3-torch]")
+    sys.exit(77)
 
 
 def agent_env(rank, n, port, run_id, restart):

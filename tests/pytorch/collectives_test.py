@@ -12,8 +12,8 @@ try:
     import torch.distributed as dist
     from spawn_ranks import run_ranks
 except ImportError as e:
-    print(f"SKIPPED: torch is not importable ({e})")
-    sys.exit(0)
+    print(f"SKIPPED: torch is not importable ({e}) [missing: python3-torch]")
+    sys.exit(77)
 
 SIZES = [0, 1, 7, 1000, 65537]
 REDUCIBLE = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,

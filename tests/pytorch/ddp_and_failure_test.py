@@ -14,8 +14,8 @@ try:
     from spawn_ranks import run_ranks
     from torch.nn.parallel import DistributedDataParallel as DDP
 except ImportError as e:
-    print(f"SKIPPED: torch is not importable ({e})")
-    sys.exit(0)
+    print(f"SKIPPED: torch is not importable ({e}) [missing: python3-torch]")
+    sys.exit(77)
 
 
 def train(model, group, rank, steps=12):

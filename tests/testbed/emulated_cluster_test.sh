@@ -7,7 +7,7 @@
 set -euo pipefail
 run=$1 store=$2
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "skipped: the emulated cluster needs root"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIPPED: the emulated cluster needs root"; exit 77; }
 source testbed/emulated_cluster.sh
 flows=tests/testbed/link_flows.py
 fail() { echo "FAIL: $*"; exit 1; }

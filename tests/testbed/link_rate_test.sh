@@ -4,7 +4,7 @@
 # through at nearly the whole rate while a bulk flow fills the link. Needs root (77: skip).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ "$(id -u)" = 0 ] || { echo "skipped: emulated hosts need root"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIPPED: emulated hosts need root"; exit 77; }
 source testbed/emulated_cluster.sh
 hosts_up 2
 hosts_rate 100mbit

@@ -81,7 +81,7 @@ TEST(InterfaceDiscovery, DetailsAgreeWithSysfs) {
 }
 
 TEST(InterfaceDiscovery, HwlocFindsThePciFunctionSysfsFinds) {
-  if (!hwlocAvailable()) GTEST_SKIP() << "built without hwloc";
+  if (!hwlocAvailable()) GTEST_SKIP() << "built without hwloc [missing: libhwloc-dev]";
   for (const auto& nic : discoverInterfaces("^")) {
     NicLocality hw;
     const bool found = hwlocLocality(nic.name, &hw);

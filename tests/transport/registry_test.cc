@@ -65,14 +65,14 @@ TEST(TransportRegistry, UcxServesOnlyWhenNamed) {
   const TransportInfo* ucx = findTransport("ucx");
   ASSERT_NE(ucx, nullptr);
   EXPECT_EQ(ucx->chosen_by_auto, nullptr);
-  if (ucx->missing != nullptr) GTEST_SKIP() << "built without UCX: " << ucx->missing;
+  if (ucx->missing != nullptr) GTEST_SKIP() << "built without UCX: " << ucx->missing << " [missing: libucx-dev]";
   EXPECT_EQ(communicatorTransports("ucx", false), (Names{"ucx"}));
   EXPECT_EQ(networkTransport("ucx"), "ucx");
 }
 
 // As NCCL takes its IB transport whenever it finds a device: auto takes ibverbs where an RDMA port is up.
 TEST(TransportRegistry, AutoTakesIbverbsExactlyWhenAnRdmaDeviceIsUp) {
-  if (findTransport("ibverbs")->missing != nullptr) GTEST_SKIP() << "built without ibverbs";
+  if (findTransport("ibverbs")->missing != nullptr) GTEST_SKIP() << "built without ibverbs [missing: libibverbs-dev]";
   const bool emulated = std::getenv("EMU_ROCE_NETDEVS") != nullptr;  // the ctest entry on the emulated device
   EXPECT_EQ(rdmaDeviceUp(), emulated);
   EXPECT_EQ(networkTransport("auto"), emulated ? "ibverbs" : "tcp");

@@ -6,7 +6,7 @@ set -euo pipefail
 export LD_LIBRARY_PATH=$1
 export EMU_ROCE_NETDEVS=lo
 for tool in ib_send_bw ib_write_bw ib_read_bw; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool missing (apt install perftest)"; exit 77; }
+  command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is not installed [missing: perftest]"; exit 77; }
 done
 port=$((20000 + RANDOM % 20000))
 status=0

@@ -19,7 +19,7 @@ try:
     import torch
     import torch.nn.functional as F
 except ImportError as error:
-    print(f"SKIPPED: PyTorch or numpy is missing ({error}); scripts/setup.sh installs python3-torch")
+    print(f"SKIPPED: PyTorch or numpy is missing ({error}) [missing: python3-torch python3-numpy]")
     sys.exit(77)
 
 SHAPE = dict(layers=2, d_model=16, heads=4, seq_len=12, vocab=23, batch=3)
