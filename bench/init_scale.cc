@@ -1,16 +1,16 @@
 // init_scale: how long a job of N ranks takes to become ready, on the real code path, with N up to 16,384 on
-// one machine. Ready means: connected to the store, address published, world communicator made, the trainer's
-// tensor/data/pipeline groups made (trainer::ProcessGroups, as megascale-train makes them), and the first
-// ring-neighbour connection made (8 bytes sent to rank + 1 and received from rank - 1 on the world).
+// one machine. Ready means: connected to the store over its own connection, address published, world
+// communicator made with its own TCP listener, the trainer's tensor/data/pipeline groups made
+// (trainer::ProcessGroups, as megascale-train makes them), and an 8-byte all-reduce completed in the world and
+// in each of its TP, PP and DP groups (each connects its ring there), every sum checked.
 //
-// Simulated ranks: the ranks are spread over --processes worker processes (a simulated host each holds
-// N / processes ranks). Per rank: its own world communicator (its own TCP listener and connections;
-// MEGASCALE_TRANSPORT=tcp, the path between hosts; a loopback address per simulated host of 8 ranks), its own
-// groups, its own store view (a counting wrapper). Shared within a process: one store client connection (as ranks
-// behind a host's agent would share one), the creator threads that call the rank's init, the progress engine's
-// thread that runs the ranks' operations (as it runs every network communicator of a real process), and the
-// process's memory.
-// The store server (tcp) runs in this parent process; redis runs as a redis-server child.
+// Simulated ranks: the ranks are spread over --processes worker processes (a simulated host of 8 ranks
+// listens on a loopback address of its own). Per rank: its own store client connection (authenticated, as a
+// process of its own would open; --shared-store gives the processes' ranks one connection, the previous
+// figures' setup), its own world communicator and groups (MEGASCALE_TRANSPORT=tcp, the path between hosts).
+// Shared within a process: the creator threads that call the rank's init, the progress engine's thread that
+// runs the ranks' operations (as it runs every network communicator of a real process), and the process's
+// memory. The store server (tcp) runs in this parent process; redis runs as a redis-server child.
 //
 // Prints the time to the last rank ready, percentiles, store operations and bytes per rank, and the store's
 // peak connections and open descriptors. Last line: "init_scale: ranks N seconds S".
@@ -54,13 +54,18 @@ struct Args {
   int processes = 0;       // 0: one per 2,048 ranks, at least 2
   int creator_threads = 4;  // per process
   int timeout_ms = 120000;
+  bool shared_store = false;  // one store connection per process instead of per rank
+  bool group_all_reduce = true;  // the 8 B all-reduces in world, TP, PP, DP (off: one ring exchange on the world)
+  std::set<std::string> groups{"world", "tp", "pp", "dp"};  // where they run
+  bool store_only = false;  // the store work alone: publish, read the four groups' next ranks (the baseline's)
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "init_scale: %s\n"
                "usage: init_scale --ranks N [--tp T] [--pp P] [--store tcp|redis] [--processes K] [--threads C]\n"
-               "                  [--timeout-ms MS]\n",
+               "                  [--timeout-ms MS] [--shared-store] [--world-ring-only] [--groups world,tp,pp,dp]\n"
+               "                  [--store-only]\n",
                why);
   std::exit(2);
 }
@@ -69,6 +74,18 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--shared-store") {
+      a.shared_store = true;
+      continue;
+    }
+    if (flag == "--store-only") {
+      a.store_only = true;
+      continue;
+    }
+    if (flag == "--world-ring-only") {
+      a.group_all_reduce = false;
+      continue;
+    }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     const std::string value = argv[++i];
     auto number = [&] {
@@ -84,12 +101,25 @@ Args parse(int argc, char** argv) {
     else if (flag == "--processes") a.processes = number();
     else if (flag == "--threads") a.creator_threads = number();
     else if (flag == "--timeout-ms") a.timeout_ms = number();
+    else if (flag == "--groups") {
+      a.groups.clear();
+      for (size_t at = 0; at <= value.size();) {
+        const size_t comma = std::min(value.find(',', at), value.size());
+        const std::string name = value.substr(at, comma - at);
+        if (name != "world" && name != "tp" && name != "pp" && name != "dp") usage(("unknown group '" + name + "'").c_str());
+        a.groups.insert(name);
+        at = comma + 1;
+      }
+    }
     else usage(("unknown flag " + flag).c_str());
   }
   if (a.ranks < 2) usage("--ranks must be at least 2");
   if (a.store != "tcp" && a.store != "redis") usage("--store is tcp or redis");
   if (a.tp < 1 || a.pp < 1 || a.ranks % (a.tp * a.pp) != 0) usage("--tp x --pp must divide --ranks");
-  if (a.processes == 0) a.processes = std::max(2, (a.ranks + 2047) / 2048);
+  // A rank holds its store connection, its listener and a connection per peer in each group (an 8 B all-reduce
+  // goes direct to every peer of a small group: 31 in a DP group of 32), both ends in this process when the peer
+  // is: 128 ranks per process stay under a process's descriptor limit (20,000 here).
+  if (a.processes == 0) a.processes = std::max(2, (a.ranks + 127) / 128);
   a.processes = std::min(a.processes, a.ranks);
   if (a.creator_threads < 1) usage("--threads must be at least 1");
   return a;
@@ -107,8 +137,11 @@ struct RankResult {
 // How long a process waits for another (the start signal, the results): a rank's own wait, and a minute more.
 std::chrono::milliseconds processWait(const Args& args) { return std::chrono::milliseconds(args.timeout_ms) + std::chrono::minutes(1); }
 
+// The store server holds a connection per rank: as root the hard limit is raised too (to 2^20, the kernel's
+// default nr_open), otherwise the soft limit goes up to the hard one.
 void raiseFileLimit() {
-  rlimit lim{};
+  rlimit lim{1 << 20, 1 << 20};
+  if (setrlimit(RLIMIT_NOFILE, &lim) == 0) return;
   getrlimit(RLIMIT_NOFILE, &lim);
   lim.rlim_cur = lim.rlim_max;
   setrlimit(RLIMIT_NOFILE, &lim);
@@ -125,21 +158,36 @@ void raiseFileLimit() {
   options.transport = "tcp";
   options.timeout = std::chrono::milliseconds(args.timeout_ms);
   options.local_size = 8;  // hosts of 8 ranks, as the layout assumes; their traffic still goes by TCP
+  options.host_block = 8;  // placed as a launcher places them, in blocks: the layout needs no exchange
+  // A simulated process holds thousands of ranks' communicators, past the flight recorder's per-process table
+  // (a real process holds a handful); the recorder's cost is bench/flight_recorder_cost's to measure.
+  options.flight_recorder = false;
   const int n = last - first;
   std::shared_ptr<Store> shared;
-  try {
-    shared = connectStore(id, "process of ranks " + std::to_string(first) + "-" + std::to_string(last - 1),
-                          std::chrono::milliseconds(args.timeout_ms));
-  } catch (const Error& e) {
-    std::fprintf(stderr, "init_scale: %s\n", e.what());
-    _exit(1);
+  if (args.shared_store) {
+    try {
+      shared = connectStore(id, "process of ranks " + std::to_string(first) + "-" + std::to_string(last - 1),
+                            std::chrono::milliseconds(args.timeout_ms));
+    } catch (const Error& e) {
+      std::fprintf(stderr, "init_scale: %s\n", e.what());
+      _exit(1);
+    }
   }
+  // The groups an 8 B all-reduce runs in, and what its sum must be there.
+  struct GroupSum {
+    const char* name;
+    std::shared_ptr<Work> work;
+    int64_t in = 0, out = -1, expected = 0;
+  };
   struct Rank {
     std::shared_ptr<CountingStore> store;
     std::shared_ptr<Communicator> world;
     trainer::ProcessGroups groups;
     std::shared_ptr<Work> ring;
     int64_t sent = 0, received = -1;
+    GroupSum sums[4];
+    std::vector<std::string> peer_keys;  // --store-only: what the rank reads once all have published
+    Clock::time_point store_done{};
     std::string error;
   };
   std::vector<Rank> ranks(static_cast<size_t>(n));
@@ -163,12 +211,60 @@ void raiseFileLimit() {
           const int host = rank / 8 + 1;
           mine.transport_options.bind_address = "127." + std::to_string(host >> 16 & 255) + "." +
                                                 std::to_string(host >> 8 & 255) + "." + std::to_string(host & 255);
-          r.store = std::make_shared<CountingStore>(shared);
+          std::shared_ptr<Store> own = shared;
+          if (!own) own = connectStore(id, "rank " + std::to_string(rank), std::chrono::milliseconds(args.timeout_ms));
+          r.store = std::make_shared<CountingStore>(std::move(own));
+          if (args.store_only) {  // bench/baselines/torch_store_scale.py's work, on our store
+            const trainer::ParallelLayout layout = trainer::ParallelLayout::forWorld(args.ranks, args.tp, args.pp);
+            const trainer::ParallelLayout::Coordinates c = layout.coordinatesOf(rank);
+            auto next = [&](int g) {
+              trainer::ParallelLayout::Coordinates n = c;
+              if (g == 1) n.tp = (c.tp + 1) % layout.tp;
+              if (g == 2) n.pp = (c.pp + 1) % layout.pp;
+              if (g == 3) n.dp = (c.dp + 1) % layout.dp;
+              return g == 0 ? (rank + 1) % args.ranks : layout.rankOf(n);
+            };
+            r.store->set("addr/" + std::to_string(rank), std::string(117, 'x'));
+            // Read in a second pass: a creator thread serves several ranks in turn, and a read would wait for
+            // a peer this thread has yet to publish.
+            for (int g = 0; g < 4; ++g) r.peer_keys.push_back("addr/" + std::to_string(next(g)));
+            continue;
+          }
           r.world = Communicator::createOnStore(r.store, id.secret, id.job_id, rank, args.ranks, mine);
           r.groups = trainer::ProcessGroups::create(r.world, args.tp, args.pp, false);
-          r.sent = rank;
-          const int next = (rank + 1) % args.ranks, previous = (rank + args.ranks - 1) % args.ranks;
-          r.ring = r.world->pointToPoint({{true, &r.sent, 1, mscInt64, next}, {false, &r.received, 1, mscInt64, previous}});
+          if (args.group_all_reduce) {
+            // Each rank adds its world rank + 1: a group's sum is the sum over its members, known in advance.
+            const std::shared_ptr<Communicator>* comms[4] = {&r.groups.world, &r.groups.tp, &r.groups.pp, &r.groups.dp};
+            const char* names[4] = {"world", "tp", "pp", "dp"};
+            const trainer::ParallelLayout& layout = r.groups.layout;
+            const trainer::ParallelLayout::Coordinates me = r.groups.me;
+            auto memberSum = [&](int g) {  // the world ranks + 1 of this rank's group g, from the layout
+              int64_t total = 0;
+              const int members[4] = {args.ranks, layout.tp, layout.pp, layout.dp};
+              for (int m = 0; m < members[g]; ++m) {
+                trainer::ParallelLayout::Coordinates c = me;
+                if (g == 0) {
+                  total += m + 1;
+                  continue;
+                }
+                (g == 1 ? c.tp : g == 2 ? c.pp : c.dp) = m;
+                total += layout.rankOf(c) + 1;
+              }
+              return total;
+            };
+            for (int g = 0; g < 4; ++g) {
+              if (!args.groups.count(names[g])) continue;
+              GroupSum& sum = r.sums[g];
+              sum.name = names[g];
+              sum.in = rank + 1;
+              sum.expected = memberSum(g);
+              sum.work = (*comms[g])->allReduce(&sum.in, &sum.out, 1, mscInt64, mscSum);
+            }
+          } else {
+            r.sent = rank;
+            const int next = (rank + 1) % args.ranks, previous = (rank + args.ranks - 1) % args.ranks;
+            r.ring = r.world->pointToPoint({{true, &r.sent, 1, mscInt64, next}, {false, &r.received, 1, mscInt64, previous}});
+          }
         } catch (const std::exception& e) {
           r.error = "rank " + std::to_string(rank) + ": " + e.what();
         }
@@ -176,17 +272,52 @@ void raiseFileLimit() {
     });
   }
   for (std::thread& c : creators) c.join();
+  if (args.store_only) {
+    std::vector<std::thread> readers;
+    for (int t = 0; t < args.creator_threads; ++t) {
+      readers.emplace_back([&, t] {
+        for (int i = t; i < n; i += args.creator_threads) {
+          Rank& r = ranks[static_cast<size_t>(i)];
+          if (!r.error.empty() || !r.store) continue;
+          try {
+            (void)r.store->multiGet(r.peer_keys, std::chrono::milliseconds(args.timeout_ms));
+            r.store_done = Clock::now();
+          } catch (const std::exception& e) {
+            r.error = "rank " + std::to_string(first + i) + ": " + e.what();
+          }
+        }
+      });
+    }
+    for (std::thread& t : readers) t.join();
+  }
   std::vector<RankResult> out;
   for (int i = 0; i < n; ++i) {
     Rank& r = ranks[static_cast<size_t>(i)];
     const int rank = first + i;
     RankResult res{rank, 0, 0, 0, 0};
+    bool right = true;
+    if (args.store_only && r.error.empty()) res.ready_s = std::chrono::duration<double>(r.store_done - start).count();
     if (r.ring) {
       Status s = r.ring->wait(std::chrono::milliseconds(args.timeout_ms));
       if (!s.isOk()) r.error = s.message();
       res.ready_s = std::chrono::duration<double>(r.ring->finishedAt() - start).count();
+      right = r.received == (rank + args.ranks - 1) % args.ranks;
     }
-    res.ok = r.error.empty() && r.received == (rank + args.ranks - 1) % args.ranks;
+    for (GroupSum& sum : r.sums) {
+      if (!sum.work || !r.error.empty()) continue;
+      Status s = sum.work->wait(std::chrono::milliseconds(args.timeout_ms));
+      if (!s.isOk()) {
+        r.error = "rank " + std::to_string(rank) + ": all-reduce in " + sum.name + ": " + s.message();
+        continue;
+      }
+      res.ready_s = std::max(res.ready_s, std::chrono::duration<double>(sum.work->finishedAt() - start).count());
+      if (sum.out != sum.expected) {
+        right = false;
+        r.error = "rank " + std::to_string(rank) + ": all-reduce in " + sum.name + " gave " + std::to_string(sum.out) +
+                  ", not " + std::to_string(sum.expected);
+      }
+    }
+    res.ok = r.error.empty() && right;
     if (!r.error.empty()) std::fprintf(stderr, "init_scale: %s\n", r.error.c_str());
     if (r.store) {
       res.store_ops = r.store->operations();
@@ -247,9 +378,14 @@ int run(const Args& args) {
       return 2;
     }
   }
-  std::printf("# init_scale: %d ranks (tp %d x pp %d x dp %d), store %s, %d processes x %d creator threads, transport tcp\n",
-              args.ranks, args.tp, args.pp, args.ranks / (args.tp * args.pp), args.store.c_str(), args.processes,
-              args.creator_threads);
+  std::printf("# init_scale: %d ranks (tp %d x pp %d x dp %d), store %s (%s), %d processes x %d creator threads, "
+              "transport tcp, ready after %s\n",
+              args.ranks, args.tp, args.pp, args.ranks / (args.tp * args.pp), args.store.c_str(),
+              args.shared_store ? "one connection per process" : "one connection per rank", args.processes,
+              args.creator_threads,
+              args.store_only         ? "the store work alone (publish, read 4 peers)"
+              : args.group_all_reduce ? "an 8 B all-reduce in world, tp, pp and dp"
+                                      : "a ring exchange on the world");
   std::printf("# machine: %u cores\n", std::thread::hardware_concurrency());
   std::fflush(stdout);
   struct Child {

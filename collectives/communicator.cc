@@ -35,7 +35,7 @@ bool includesShm(const std::vector<std::string>& transport_names) {
 
 // The network link the cost model assumes: the user's figures, else the slowest selected NIC's speed.
 LinkCost networkLinkCost() {
-  LinkCost link;
+  LinkCost link = LinkCosts{}.network;  // the per-message send overhead stays the default
   const int64_t latency_us = config::getInt("MEGASCALE_NET_LATENCY_US");
   int64_t mbps = config::getInt("MEGASCALE_NET_MBPS");
   if (latency_us < 0 || mbps < 0) {
@@ -70,6 +70,7 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   }
   o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
   o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));
+  o.host_block = static_cast<int>(config::getInt("MEGASCALE_HOST_BLOCK"));
   o.transport_options = transport::transportOptionsFromConfig();
   o.node_engine = config::getBool("MEGASCALE_SHM_COLLECTIVES");
   o.flight_recorder = config::getBool("MEGASCALE_FLIGHT_RECORDER");
@@ -181,6 +182,13 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
                                                          CommunicatorOptions options) {
   validateRank(rank, nranks);
   log::setRank(rank);
+  const int block = options.host_block;
+  if (block < 0 || (block > 0 && (nranks % block != 0 || (options.local_size > 0 && options.local_size != block)))) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "rank " + std::to_string(rank) + ": MEGASCALE_HOST_BLOCK=" + std::to_string(block) + " does not describe " +
+                    std::to_string(nranks) + " ranks in hosts of " + std::to_string(options.local_size) +
+                    " (it must divide the world and equal the local size)");
+  }
   noteRanksOnHost(std::max(options.local_size, static_cast<int>(config::getInt("MEGASCALE_RANKS_SHARING_CORES"))));
   options.transport_options.secret = secret;
   // The rank's listeners are polled for as long as its communicators live (ListenerHub), so a connection may
@@ -211,6 +219,12 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   comm->region_of_ = find_region;
   comm->store_ = store;
   comm->world_rank_of_ = [](int r) { return r; };
+  if (!all_local && block > 0) {  // the launcher's placement: the layout without an exchange
+    comm->layout_ = std::make_unique<HostLayout>(HostLayout::blocks(nranks / block, block));
+    comm->agreed_links_.network = comm->options_.link_costs.network;
+    comm->layout_at_creation_ = true;
+    comm->setUpHostStage(std::move(comm->pending_region_), find_region);
+  }
   flight::Recorder::process().setWorldRank(rank);
   comm->startRecording();
   MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks,
@@ -788,6 +802,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
     comm->node_ = std::make_unique<node::NodeEngine>(new_rank, new_size, options_.node, std::move(region), region_of);
   }
   comm->layout_ = std::move(layout);  // before any task reaches its worker
+  comm->layout_at_creation_ = true;
   comm->agreed_links_.network = agreedNetwork(networks);
   comm->setUpHostStage(std::move(region), region_of);
   return comm;
@@ -815,7 +830,14 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
   const int new_rank = static_cast<int>(place);
   auto comm = makeChild(child_links, new_rank, group.count,
                         [group](int peer) { return group.first + peer * group.stride; });
-  const bool all_local = options_.local_size == nranks_;
+  if (layout_at_creation_) {  // fixed since this communicator's creation: the child's follows with no exchange
+    std::vector<int> host_of;
+    for (int i = 0; i < group.count; ++i) host_of.push_back(layout_->host_of[static_cast<size_t>(group.first + i * group.stride)]);
+    comm->layout_ = std::make_unique<HostLayout>(HostLayout::fromHostOf(host_of));
+    comm->agreed_links_ = agreed_links_;
+    comm->layout_at_creation_ = true;
+  }
+  const bool all_local = options_.local_size == nranks_ || (comm->layout_ && comm->layout_->hosts() == 1);
   comm->options_.local_size = all_local ? group.count : -1;  // else its layout is exchanged at first need
   comm->options_.local_rank = all_local ? new_rank : -1;
   if (includesShm(transport_names_) && options_.node_engine && group.count > 1) {
@@ -827,6 +849,8 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
     auto find_region = regionFinder(store_, prefix, options_.timeout);
     if (all_local) {
       comm->node_ = std::make_unique<node::NodeEngine>(new_rank, group.count, options_.node, std::move(region), find_region);
+    } else if (comm->layout_) {
+      comm->setUpHostStage(std::move(region), find_region);
     } else {
       comm->pending_region_ = std::move(region);
     }

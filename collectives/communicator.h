@@ -41,6 +41,9 @@ struct CommunicatorOptions {
   Algorithm algorithm = Algorithm::kAuto;
   int local_rank = -1;
   int local_size = -1;
+  /// The launcher's placement, when it knows it: world ranks [h*k, (h+1)*k) share host h. The host layout is
+  /// then known at creation (and passed to strided splits), with no exchange; 0: unknown (MEGASCALE_HOST_BLOCK).
+  int host_block = 0;
   transport::TransportOptions transport_options;
   bool node_engine = true;          // MEGASCALE_SHM_COLLECTIVES: used when the transport is shm
   node::NodeOptions node;           // MEGASCALE_SHM_*
@@ -276,6 +279,9 @@ class Communicator {
   std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
   ScratchCache scratch_;                    // the thread running a task
   std::unique_ptr<HostLayout> layout_;      // the thread running a task (a split sets it before any task)
+  // layout_ was known at creation (the launcher's placement, or the parent's): fixed from then on, so a split
+  // may read it from any thread.
+  bool layout_at_creation_ = false;
   // Across hosts: this rank's shared region and how to find the others', until the layout makes the host stage.
   std::unique_ptr<node::Region> pending_region_;
   std::function<node::RegionIdentity(int)> region_of_;

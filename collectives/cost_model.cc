@@ -55,8 +55,9 @@ double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const Li
       return fold + 2 * rounds * flat.latency_s + collision * 2.0 * (p - 1) / p * bytes / flat.bytes_per_s;
     }
     case Algorithm::kDirect:
-      if (count * dtype_size > kDirectMaxBytes) return kNever;
-      return flat.latency_s + (n - 1) * bytes / flat.bytes_per_s;  // n-1 copies leave through one link
+      if (count * dtype_size > kDirectMaxBytes || n - 1 > kDirectMaxPeers) return kNever;
+      // n-1 copies leave through one link, each posted by the sender in turn.
+      return flat.latency_s + (n - 1) * (flat.send_overhead_s + bytes / flat.bytes_per_s);
     case Algorithm::kDoubleBinaryTree: {
       // K + 2D - 1 phases; in each, the busiest rank receives four chunks of half / K (two from its children,
       // one from its parent in each tree) and sends as many.
@@ -76,14 +77,36 @@ double allReduceSeconds(Algorithm algorithm, const ClusterShape& shape, const Li
   }
 }
 
+int allReducePeers(Algorithm algorithm, int nranks) {
+  if (nranks <= 1) return 0;
+  switch (algorithm) {
+    case Algorithm::kRing: return std::min(nranks - 1, 2);
+    case Algorithm::kRecursiveHalvingDoubling: {
+      const int p = algorithms::largestPowerOfTwoAtMost(nranks);
+      return static_cast<int>(std::log2(p)) + (nranks > p ? 1 : 0);
+    }
+    case Algorithm::kDirect: return nranks - 1;
+    case Algorithm::kDoubleBinaryTree: return std::min(nranks - 1, 6);  // a parent and two children in each tree
+    default: return nranks - 1;
+  }
+}
+
 Algorithm modelAllReduceAlgorithm(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
+  const Algorithm candidates[] = {Algorithm::kRing, Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect,
+                                  Algorithm::kDoubleBinaryTree};
+  double cheapest = kNever;
+  for (Algorithm a : candidates) cheapest = std::min(cheapest, allReduceSeconds(a, shape, links, count, dtype_size));
   Algorithm best = Algorithm::kRing;
-  double best_seconds = allReduceSeconds(best, shape, links, count, dtype_size);
-  for (Algorithm a : {Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect, Algorithm::kDoubleBinaryTree}) {
+  double best_seconds = kNever;
+  int best_peers = std::numeric_limits<int>::max();
+  for (Algorithm a : candidates) {
     const double seconds = allReduceSeconds(a, shape, links, count, dtype_size);
-    if (seconds < best_seconds) {
+    if (seconds > cheapest * (1 + kNearTie)) continue;
+    const int peers = allReducePeers(a, shape.ranks);
+    if (peers < best_peers || (peers == best_peers && seconds < best_seconds)) {
       best = a;
       best_seconds = seconds;
+      best_peers = peers;
     }
   }
   return best;

@@ -25,6 +25,9 @@ std::span<const TuningRow> allReduceTuningTable();
 const char* tuningTableMachine();
 
 constexpr size_t kDirectMaxBytes = 1 << 20;
+/// Direct connects every rank to all n-1 others: beyond this many peers the connections (their setup at the first
+/// operation, descriptors, buffers, NIC queue pairs) cost more than the latencies it saves; the model leaves it out.
+constexpr int kDirectMaxPeers = 15;
 
 /// Across hosts (ranks of some host sharing it), all-reduce, all-gather and reduce-scatter of at least this
 /// many bytes per rank go hierarchical: every rank drives its own rail and traffic inside a host stays in

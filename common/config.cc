@@ -52,6 +52,8 @@ const std::vector<Knob>& knobs() {
        "the network link rate the algorithm cost model assumes for shapes the tuning table lacks (0: the slowest selected NIC's speed from sysfs, else 10000); bench/tune.sh prints a measured value"},
       {"MEGASCALE_NET_LATENCY_US", Type::kInt, "20", "us", "collectives",
        "the network latency per message the algorithm cost model assumes (bench/tune.sh prints a measured value)"},
+      {"MEGASCALE_HOST_BLOCK", Type::kInt, "0", "ranks", "collectives",
+       "the launcher's placement as data: world ranks [h*k, (h+1)*k) share host h (k = this value); the host layout then needs no exchange, nor do its splits' (0: unknown, exchanged at the first collective that needs it)"},
       {"MEGASCALE_SHM_COLLECTIVES", Type::kBool, "1", "", "collectives",
        "when all ranks share a host: all-reduce, all-gather and reduce-scatter through shared memory (0: via the transport)"},
       {"MEGASCALE_SHM_SLOT_BYTES", Type::kInt, "1048576", "bytes", "collectives",

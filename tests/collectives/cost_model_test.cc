@@ -42,6 +42,24 @@ TEST(CostModel, TreeAcrossThousandsOfServersRingAcrossFew) {
   EXPECT_NE(modelAllReduceAlgorithm(many, links, 2, 4), Algorithm::kRing);
 }
 
+// An 8-byte all-reduce: direct (one round, every peer at once) on a few ranks; on thousands its n-1 sends one
+// after another cost more than 2 log2(n) latencies, and of the tree and halving-doubling, which then tie, the
+// tree with its few peers (connections) wins.
+TEST(CostModel, SmallAllReduceDirectOnFewRanksTreeOnThousands) {
+  const LinkCosts links;  // the tcp defaults
+  EXPECT_EQ(modelAllReduceAlgorithm({8, 1, 8}, links, 1, 8), Algorithm::kDirect);
+  EXPECT_GT(allReduceSeconds(Algorithm::kDirect, {1024, 1, 1024}, links, 1, 8),
+            allReduceSeconds(Algorithm::kRecursiveHalvingDoubling, {1024, 1, 1024}, links, 1, 8));
+  for (int n : {1024, 16384}) {
+    const Algorithm chosen = modelAllReduceAlgorithm({n, 1, n}, links, 1, 8);
+    EXPECT_EQ(chosen, Algorithm::kDoubleBinaryTree) << n << " ranks: " << algorithmName(chosen);
+    EXPECT_LE(allReducePeers(chosen, n), 6);
+  }
+  EXPECT_EQ(allReducePeers(Algorithm::kRecursiveHalvingDoubling, 16384), 14);
+  EXPECT_EQ(allReducePeers(Algorithm::kRecursiveHalvingDoubling, 12), 4);  // 3 rounds and the fold's partner
+  EXPECT_EQ(allReducePeers(Algorithm::kRing, 2), 1);
+}
+
 TEST(CostModel, RingEstimateMatchesItsStepsAndLinks) {
   // 2(n-1) steps, each a latency plus a block of bytes / n on the slowest (network) link.
   const LinkCosts links = railLinks();
