@@ -158,7 +158,8 @@ void raiseFileLimit() {
   options.transport = "tcp";
   options.timeout = std::chrono::milliseconds(args.timeout_ms);
   options.local_size = 8;  // hosts of 8 ranks, as the layout assumes; their traffic still goes by TCP
-  options.host_block = 8;  // placed as a launcher places them, in blocks: the layout needs no exchange
+  // Placed as a launcher places them, in blocks: the layout needs no exchange (the previous setup had no such data).
+  options.host_block = args.group_all_reduce ? 8 : 0;
   // A simulated process holds thousands of ranks' communicators, past the flight recorder's per-process table
   // (a real process holds a handful); the recorder's cost is bench/flight_recorder_cost's to measure.
   options.flight_recorder = false;

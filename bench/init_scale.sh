@@ -33,7 +33,9 @@ echo "# store: tcp (ours); table: who, ranks, seconds to the last rank ready, mi
 results=()
 : > "$out/ours_prev.csv"
 for n in $ours_ranks; do
-  line=$("$build/bench/init_scale" --ranks "$n" --tp 8 --pp 4 --shared-store --world-ring-only | tail -1)
+  # The previous setup in full: its process count too (2,048 ranks per process, at least 2).
+  prev_processes=$(( n / 2048 > 2 ? n / 2048 : 2 ))
+  line=$("$build/bench/init_scale" --ranks "$n" --tp 8 --pp 4 --shared-store --world-ring-only --processes "$prev_processes" | tail -1)
   s=$(echo "$line" | awk '{print $5}')
   results+=("$(row ours-prev "$n" "$s")")
   point "$n" "$s" >> "$out/ours_prev.csv"

@@ -304,6 +304,20 @@ mscResult_t mscAllToAll(const void* sendbuff, void* recvbuff, size_t count, mscD
   return issue(comm, "mscAllToAll", [=] { return comm->impl->allToAll(sendbuff, recvbuff, count, datatype); });
 }
 
+mscResult_t mscAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                         const size_t recvcounts[], const size_t rdispls[], mscDataType_t datatype, mscComm_t comm) {
+  // The arrays are copied now: inside a group the call runs at mscGroupEnd, when the caller may have reused them.
+  auto copy = [comm](const size_t* array) {
+    if (array == nullptr || comm == nullptr || comm->impl == nullptr) return std::vector<size_t>();
+    return std::vector<size_t>(array, array + comm->impl->size());
+  };
+  return issue(comm, "mscAllToAllv", [=, sc = copy(sendcounts), sd = copy(sdispls), rc = copy(recvcounts),
+                                      rd = copy(rdispls)] {
+    auto data = [](const std::vector<size_t>& v) { return v.empty() ? nullptr : v.data(); };
+    return comm->impl->allToAllv(sendbuff, data(sc), data(sd), recvbuff, data(rc), data(rd), datatype);
+  });
+}
+
 mscResult_t mscBarrier(mscComm_t comm) {
   return issue(comm, "mscBarrier", [=] { return comm->impl->barrier(); });
 }

@@ -220,7 +220,7 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   comm->store_ = store;
   comm->world_rank_of_ = [](int r) { return r; };
   if (!all_local && block > 0) {  // the launcher's placement: the layout without an exchange
-    comm->layout_ = std::make_unique<HostLayout>(HostLayout::blocks(nranks / block, block));
+    comm->layout_ = HostLayout::sharedBlocks(nranks / block, block);
     comm->agreed_links_.network = comm->options_.link_costs.network;
     comm->layout_at_creation_ = true;
     comm->setUpHostStage(std::move(comm->pending_region_), find_region);
@@ -355,9 +355,15 @@ std::shared_ptr<Work> Communicator::pointToPoint(const std::vector<PointToPoint>
 Schedule Communicator::pointToPointSchedule(const Task& task) const {
   Schedule s;
   Phase phase;
+  Slice to_self{};  // a transfer to this rank, until the one from it arrives: then a local copy, first
   for (size_t i = 0; i < task.p2p.size(); ++i) {
     const PointToPoint& p = task.p2p[i];
     Slice slice{static_cast<uint16_t>(kUser + i), 0, p.count * dtypeSize(p.type)};
+    if (p.peer == rank_) {
+      if (p.is_send) to_self = slice;
+      else s.phases.push_back(Phase{{}, {Step{Step::kCopy, -1, to_self, {}, slice}}});
+      continue;
+    }
     phase.comm.push_back(p.is_send ? Step{Step::kSend, p.peer, slice, {}, {}} : Step{Step::kRecv, p.peer, {}, {}, slice});
   }
   s.phases.push_back(std::move(phase));
@@ -450,7 +456,7 @@ void Communicator::recordFinished(const Task& task, const Status& status) {
 std::string Communicator::name() const { return heartbeat::unpackName(packed_name_); }
 
 std::string Communicator::Task::describe() const {
-  if (spec.collective == Collective::kSendRecv) return "send/recv group of " + std::to_string(p2p.size());
+  if (spec.collective == Collective::kSendRecv) return std::string(p2p_name) + " group of " + std::to_string(p2p.size());
   Collective c = spec.collective;
   bool reduction = reduces(c);
   return std::string(collectiveName(c)) + " (" + std::to_string(spec.count) + " x " + dtypeName(type) +
@@ -665,7 +671,7 @@ Status Communicator::resolveAlgorithm(Task& task) {
 Status Communicator::ensureHostLayout() {
   if (layout_) return Status::ok();
   if (options_.local_size == nranks_) {
-    layout_ = std::make_unique<HostLayout>(HostLayout::blocks(1, nranks_));
+    layout_ = HostLayout::sharedBlocks(1, nranks_);
     return Status::ok();
   }
   std::unique_ptr<LayoutExchange> exchange = startLayoutExchange(false);

@@ -94,6 +94,10 @@ class Communicator {
   std::shared_ptr<Work> broadcast(const void* in, void* out, size_t count, mscDataType_t type, int root);
   std::shared_ptr<Work> reduce(const void* in, void* out, size_t count, mscDataType_t type, mscRedOp_t op, int root);
   std::shared_ptr<Work> allToAll(const void* in, void* out, size_t count, mscDataType_t type);
+  /// MPI_Alltoallv's shape: send_counts[p] elements from in + send_displs[p] go to rank p, recv_counts[p] from
+  /// rank p land at out + recv_displs[p] (counts and displacements in elements, arrays of size()).
+  std::shared_ptr<Work> allToAllv(const void* in, const size_t* send_counts, const size_t* send_displs, void* out,
+                                  const size_t* recv_counts, const size_t* recv_displs, mscDataType_t type);
   std::shared_ptr<Work> barrier();
 
   struct PointToPoint {
@@ -153,7 +157,8 @@ class Communicator {
     void* out = nullptr;
     mscDataType_t type;
     mscRedOp_t op;
-    std::vector<PointToPoint> p2p;
+    std::vector<PointToPoint> p2p;  // a transfer to this rank itself pairs with one from it: a local copy
+    const char* p2p_name = "send/recv";
     bool on_node = false;  // runs on the node engine, not as a schedule over the transport
     bool resume = false;   // started on the caller's thread (NodeEngine::begin); the worker finishes it
     uint32_t seq = 0;
@@ -278,7 +283,9 @@ class Communicator {
   std::atomic<uint32_t> children_{0};     // splits so far
   std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
   ScratchCache scratch_;                    // the thread running a task
-  std::unique_ptr<HostLayout> layout_;      // the thread running a task (a split sets it before any task)
+  // The thread running a task (a split sets it before any task). Shared and immutable: communicators of one
+  // process with the same placement hold one copy (a layout is a few integers per rank of the world).
+  std::shared_ptr<const HostLayout> layout_;
   // layout_ was known at creation (the launcher's placement, or the parent's): fixed from then on, so a split
   // may read it from any thread.
   bool layout_at_creation_ = false;

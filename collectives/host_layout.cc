@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <utility>
 
 namespace megascale {
 
@@ -13,9 +15,32 @@ HostLayout HostLayout::fromKeys(const std::vector<uint64_t>& keys) {
 }
 
 HostLayout HostLayout::blocks(int hosts, int per_host) {
-  std::vector<int> host_of;
-  for (int h = 0; h < hosts; ++h) host_of.insert(host_of.end(), static_cast<size_t>(per_host), h);
-  return fromHostOf(host_of);
+  // Built directly (hosts in order, ranks in order): fromHostOf's map would cost a lookup per rank.
+  HostLayout layout;
+  layout.host_of.reserve(static_cast<size_t>(hosts) * static_cast<size_t>(per_host));
+  layout.local_of.reserve(layout.host_of.capacity());
+  layout.ranks_of.resize(static_cast<size_t>(hosts));
+  for (int h = 0, r = 0; h < hosts; ++h) {
+    for (int l = 0; l < per_host; ++l, ++r) {
+      layout.host_of.push_back(h);
+      layout.local_of.push_back(l);
+      layout.ranks_of[static_cast<size_t>(h)].push_back(r);
+    }
+  }
+  return layout;
+}
+
+std::shared_ptr<const HostLayout> HostLayout::sharedBlocks(int hosts, int per_host) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::weak_ptr<const HostLayout>> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<const HostLayout>& slot = made[{hosts, per_host}];
+  std::shared_ptr<const HostLayout> layout = slot.lock();
+  if (!layout) {
+    layout = std::make_shared<const HostLayout>(blocks(hosts, per_host));
+    slot = layout;
+  }
+  return layout;
 }
 
 HostLayout HostLayout::fromHostOf(const std::vector<int>& given) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace megascale {
@@ -16,6 +17,9 @@ struct HostLayout {
   static HostLayout fromKeys(const std::vector<uint64_t>& keys);
   /// `hosts` hosts of `per_host` consecutive ranks each.
   static HostLayout blocks(int hosts, int per_host);
+  /// blocks(hosts, per_host), one copy per process for as long as some holder keeps it: ranks simulated in one
+  /// process (bench/init_scale) would otherwise each hold the whole world's layout.
+  static std::shared_ptr<const HostLayout> sharedBlocks(int hosts, int per_host);
   /// From a rank -> host map (hosts numbered anyhow); for tests of uneven and interleaved layouts.
   static HostLayout fromHostOf(const std::vector<int>& host_of);
 

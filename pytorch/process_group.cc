@@ -363,43 +363,35 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupMegascale::alltoall_base(at::Tensor& 
     });
     return track(c10d::OpType::ALLTOALL_BASE, work, {output}, {input});
   }
-  // Unequal splits: one group of sends and receives, each peer's block placed by the prefix sums.
+  // Unequal splits: the library's all-to-allv over bytes, each peer's block placed by the prefix sums.
   auto rows = [&](const std::vector<int64_t>& splits, int64_t total, const char* which) {
     std::vector<int64_t> r = splits.empty() ? std::vector<int64_t>(size_, total / size_) : splits;
     TORCH_CHECK(r.size() == static_cast<size_t>(size_), "megascale all_to_all: ", which, " splits need ", size_,
                 " entries");
     int64_t sum = 0;
-    for (int64_t v : r) sum += v;
+    for (int64_t v : r) {
+      TORCH_CHECK(v >= 0, "megascale all_to_all: ", which, " split of ", v, " rows");
+      sum += v;
+    }
     TORCH_CHECK(sum == total, "megascale all_to_all: ", which, " splits add up to ", sum, ", the tensor has ", total);
     return r;
   };
   const std::vector<int64_t> in_rows = rows(input_split_sizes, rows_in, "input");
   const std::vector<int64_t> out_rows = rows(output_split_sizes, rows_out, "output");
-  auto* in_base = static_cast<char*>(input.data_ptr());
-  auto* out_base = static_cast<char*>(output.data_ptr());
-  std::vector<Communicator::PointToPoint> ops;
+  std::vector<size_t> send_counts(size_), send_displs(size_), recv_counts(size_), recv_displs(size_);
   size_t in_offset = 0, out_offset = 0;
   for (int peer = 0; peer < size_; ++peer) {
-    const size_t send = static_cast<size_t>(in_rows[peer]) * row_in,
-                 recv = static_cast<size_t>(out_rows[peer]) * row_out;
-    if (peer == rank_) {
-      TORCH_CHECK(send == recv, "megascale all_to_all: rank ", rank_, " sends itself ", send, " bytes but expects ",
-                  recv);
-      if (send > 0) std::memcpy(out_base + out_offset, in_base + in_offset, send);
-    } else {
-      if (send > 0) ops.push_back({true, in_base + in_offset, send, mscUint8, peer});
-      if (recv > 0) ops.push_back({false, out_base + out_offset, recv, mscUint8, peer});
-    }
-    in_offset += send;
-    out_offset += recv;
+    send_counts[peer] = static_cast<size_t>(in_rows[peer]) * row_in;
+    recv_counts[peer] = static_cast<size_t>(out_rows[peer]) * row_out;
+    send_displs[peer] = in_offset;
+    recv_displs[peer] = out_offset;
+    in_offset += send_counts[peer];
+    out_offset += recv_counts[peer];
   }
-  std::shared_ptr<megascale::Work> work;
-  if (ops.empty()) {  // nothing crosses the network for this rank: done already (peers may still be busy)
-    work = std::make_shared<megascale::Work>();
-    work->finish(Status());
-  } else {
-    work = issue("all_to_all", [&] { return comm_->pointToPoint(ops); });
-  }
+  auto work = issue("all_to_all", [&] {
+    return comm_->allToAllv(input.data_ptr(), send_counts.data(), send_displs.data(), output.data_ptr(),
+                            recv_counts.data(), recv_displs.data(), mscUint8);
+  });
   return track(c10d::OpType::ALLTOALL_BASE, work, {output}, {input});
 }
 

@@ -121,6 +121,12 @@ mscResult_t mscReduceScatter(const void* sendbuff, void* recvbuff, size_t recvco
                              mscRedOp_t op, mscComm_t comm);
 /// Each buffer holds nranks * count elements; block j of sendbuff goes to rank j.
 mscResult_t mscAllToAll(const void* sendbuff, void* recvbuff, size_t count, mscDataType_t datatype, mscComm_t comm);
+/// All-to-all with a block of its own size per peer, shaped like MPI_Alltoallv: sendcounts[p] elements at
+/// sendbuff + sdispls[p] go to rank p; recvcounts[p] elements from rank p land at recvbuff + rdispls[p].
+/// Counts and displacements are in elements; each array has the communicator's size. What rank a sends to b
+/// must be what b expects from a (else mscMismatch on b).
+mscResult_t mscAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                         const size_t recvcounts[], const size_t rdispls[], mscDataType_t datatype, mscComm_t comm);
 mscResult_t mscSend(const void* sendbuff, size_t count, mscDataType_t datatype, int peer, mscComm_t comm);
 mscResult_t mscRecv(void* recvbuff, size_t count, mscDataType_t datatype, int peer, mscComm_t comm);
 mscResult_t mscBarrier(mscComm_t comm);
