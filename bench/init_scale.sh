@@ -86,7 +86,8 @@ if (( torch_largest > 0 )); then
 fi
 "$build/bench/plot_lines" "$out/init_scale.png" --title "Process-group initialization: time per rank" \
   --x-label "ranks (log scale)" --y-label "microseconds per rank (log scale)" --log-x --log-y \
-  "megascale=$out/ours.csv" "megascale, previous setup=$out/ours_prev.csv" "PyTorch (TCPStore + gloo)=$out/torch.csv"
+  "megascale=$out/ours.csv" "megascale, previous setup=$out/ours_prev.csv" \
+  $( [ -s "$out/torch.csv" ] && echo "PyTorch (TCPStore + gloo)=$out/torch.csv" )
 echo "# figure: $out/init_scale.png (microseconds per rank against ranks, both log scales; a flat line is time per rank that does not grow)"
 printf '%-8s %8s %10s %12s\n' who ranks seconds us/rank
 printf '%s\n' "${results[@]}"
