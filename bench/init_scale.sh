@@ -84,10 +84,10 @@ if (( torch_largest > 0 )); then
   results+=("$(row ours "$torch_largest" "$s")")
   echo "# at $torch_largest ranks: PyTorch $torch_seconds s, ours $s s: $(awk -v t="$torch_seconds" -v s="$s" 'BEGIN {printf "%.0f", t / s}')x faster"
 fi
+series=("megascale=$out/ours.csv" "megascale, previous setup=$out/ours_prev.csv")
+[ ! -s "$out/torch.csv" ] || series+=("PyTorch (TCPStore + gloo)=$out/torch.csv")
 "$build/bench/plot_lines" "$out/init_scale.png" --title "Process-group initialization: time per rank" \
-  --x-label "ranks (log scale)" --y-label "microseconds per rank (log scale)" --log-x --log-y \
-  "megascale=$out/ours.csv" "megascale, previous setup=$out/ours_prev.csv" \
-  $( [ -s "$out/torch.csv" ] && echo "PyTorch (TCPStore + gloo)=$out/torch.csv" )
+  --x-label "ranks (log scale)" --y-label "microseconds per rank (log scale)" --log-x --log-y "${series[@]}"
 echo "# figure: $out/init_scale.png (microseconds per rank against ranks, both log scales; a flat line is time per rank that does not grow)"
 printf '%-8s %8s %10s %12s\n' who ranks seconds us/rank
 printf '%s\n' "${results[@]}"
