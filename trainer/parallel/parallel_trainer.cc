@@ -1,6 +1,7 @@
 #include "trainer/parallel/parallel_trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -61,10 +62,18 @@ ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig
   tensor_parallel_->setTimeline(&timeline_);
   zero_->setTimeline(&timeline_);
   pipeline_->setTimeline(&timeline_);
-  // A common epoch for every rank's trace: the end of a barrier (within microseconds of each other).
+  // A common epoch for every rank's trace: rank 0's moment after a barrier, in wall-clock time, which every
+  // process of a host reads alike (across hosts, as well as NTP keeps them): a rank that the scheduler kept off
+  // its core after the barrier would otherwise shift all its spans by that delay.
   const Status synced = groups_.world->barrier()->wait(parallel.timeout);
   if (!synced.isOk()) throw Error(synced.code(), "trainer start barrier: " + synced.message());
-  timeline_ = Timeline(Timeline::Clock::now());
+  const Timeline::Clock::time_point steady = Timeline::Clock::now();
+  const int64_t wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count();
+  int64_t root_wall_ns = wall_ns;
+  const Status shared = groups_.world->broadcast(&root_wall_ns, &root_wall_ns, 1, mscInt64, 0)->wait(parallel.timeout);
+  if (!shared.isOk()) throw Error(shared.code(), "trainer start: sharing the trace's epoch: " + shared.message());
+  timeline_ = Timeline(steady - std::chrono::nanoseconds(wall_ns - root_wall_ns));
 }
 
 ParallelTrainer::~ParallelTrainer() = default;
