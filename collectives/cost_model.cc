@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "collectives/algorithms/algorithms.h"
@@ -92,15 +93,21 @@ int allReducePeers(Algorithm algorithm, int nranks) {
 }
 
 Algorithm modelAllReduceAlgorithm(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
-  const Algorithm candidates[] = {Algorithm::kRing, Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect,
-                                  Algorithm::kDoubleBinaryTree};
+  constexpr Algorithm kCandidates[] = {Algorithm::kRing, Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect,
+                                       Algorithm::kDoubleBinaryTree};
+  constexpr size_t kCount = std::size(kCandidates);
+  double seconds_of[kCount];
   double cheapest = kNever;
-  for (Algorithm a : candidates) cheapest = std::min(cheapest, allReduceSeconds(a, shape, links, count, dtype_size));
+  for (size_t i = 0; i < kCount; ++i) {
+    seconds_of[i] = allReduceSeconds(kCandidates[i], shape, links, count, dtype_size);
+    cheapest = std::min(cheapest, seconds_of[i]);
+  }
   Algorithm best = Algorithm::kRing;
   double best_seconds = kNever;
   int best_peers = std::numeric_limits<int>::max();
-  for (Algorithm a : candidates) {
-    const double seconds = allReduceSeconds(a, shape, links, count, dtype_size);
+  for (size_t i = 0; i < kCount; ++i) {
+    const Algorithm a = kCandidates[i];
+    const double seconds = seconds_of[i];
     if (seconds > cheapest * (1 + kNearTie)) continue;
     const int peers = allReducePeers(a, shape.ranks);
     if (peers < best_peers || (peers == best_peers && seconds < best_seconds)) {
