@@ -22,7 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kRounds = 5;            // alternating transport/plugin rounds; the best of each is reported
 constexpr size_t kLatencyBytes = 8;   // the latency target size
 constexpr size_t kBandwidthBytes = size_t{64} << 20;
 
@@ -383,7 +382,7 @@ int runNetPluginPerf(const PerfOptions& o, mscComm_t comm) {
                   "# %d rounds alternate transport and plugin: figures are each one's best, ratios the median of the\n"
                   "# rounds' own plugin/transport ratios; sizes in bytes, times in us, GB/s = 1e9 B/s\n%s#\n",
                   plugin->description().c_str(), transport->description().c_str(), nranks,
-                  nranks == 1 ? "rank 0 to itself" : "even ranks send to the next odd rank", kRounds,
+                  nranks == 1 ? "rank 0 to itself" : "even ranks send to the next odd rank", o.net_plugin_rounds,
                   loopback_default ? "# interface: lo (all ranks on this host; MEGASCALE_NET_IF picks a NIC)\n" : "");
       std::printf("#%11s  %12s %12s  %12s %12s  %9s %9s  %7s\n", "size", "transport", "transport", "plugin", "plugin",
                   "plugin/", "plugin/", "#wrong");
@@ -399,7 +398,7 @@ int runNetPluginPerf(const PerfOptions& o, mscComm_t comm) {
       b.send.assign(std::max<size_t>(size, 1), 0x5a);
       b.recv.assign(window, std::vector<uint8_t>(std::max<size_t>(size, 1), 0));
       int64_t wrong = 0;
-      for (int round = 0; round < kRounds; ++round) {
+      for (int round = 0; round < o.net_plugin_rounds; ++round) {
         measureLayer(*transport, transport_runner, b, size, o, comm, &transport_rounds[i], round == 0 ? &wrong : nullptr);
         measureLayer(*plugin, plugin_runner, b, size, o, comm, &plugin_rounds[i], round == 0 ? &wrong : nullptr);
       }

@@ -57,7 +57,8 @@ void usage(const char* name) {
               "  -t,--nthreads 1, -g,--ngpus 1   accepted for compatibility (one rank per process)\n"
               "  --net-plugin <path>      sendrecv_perf: point-to-point through this NCCL net plugin next to the bare\n"
               "                           megascale transport (pairs of ranks 0-1, 2-3, ...)\n"
-              "  --net-plugin-version <v> the plugin version to drive (v8..v11; default the newest exported)\n",
+              "  --net-plugin-version <v> the plugin version to drive (v8..v11; default the newest exported)\n"
+              "  --net-plugin-rounds <n>  alternating transport/plugin rounds, each one's best reported (default 5)\n",
               name);
 }
 
@@ -77,6 +78,7 @@ PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test) 
       {"parallel_init", required_argument, nullptr, 'p'}, {"help", no_argument, nullptr, 'h'},
       {"net-plugin", required_argument, nullptr, kNetPluginFlag},
       {"net-plugin-version", required_argument, nullptr, kNetPluginVersionFlag},
+      {"net-plugin-rounds", required_argument, nullptr, kNetPluginRoundsFlag},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:N:c:d:o:r:z:a:t:g:p:h", longs, nullptr)) != -1) {
@@ -95,6 +97,7 @@ PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test) 
       case 'p': break;
       case kNetPluginFlag: o.net_plugin = optarg; break;
       case kNetPluginVersionFlag: o.net_plugin_version = optarg; break;
+      case kNetPluginRoundsFlag: o.net_plugin_rounds = parseInt("--net-plugin-rounds", optarg, 1); break;
       case 't':
       case 'g':
         if (parseInt(c == 't' ? "-t" : "-g", optarg, 1) != 1) {

@@ -52,9 +52,10 @@ struct PerfOptions {
   bool all_roots = false;
   std::string net_plugin;          // --net-plugin PATH
   std::string net_plugin_version;  // --net-plugin-version vN; "" = newest
+  int net_plugin_rounds = 5;       // --net-plugin-rounds: alternating transport/plugin rounds
 };
 
-constexpr int kNetPluginFlag = 1001, kNetPluginVersionFlag = 1002;
+constexpr int kNetPluginFlag = 1001, kNetPluginVersionFlag = 1002, kNetPluginRoundsFlag = 1003;
 
 /// Parses the flags; exits with status 2 and a message on bad input (as nccl-tests does).
 PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test);

@@ -62,7 +62,8 @@ def start_hosts(work, job_id, extra=()):
     """Host 0 and 1 run slots 0 and 1 (ranks 0-1, 2-3), host 2 joins as the spare; returns their Jobs."""
     train = [train_bin, "--data", os.path.join(work, "..", "text.txt"), "--layers", "4", "--d-model", "32",
              "--heads", "4", "--seq-len", "16", "--batch-size", "8", "--steps", str(STEPS), "--lr", "1e-3",
-             "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes", "--tp", "2", "--micro-batches",
+             "--threads", "1", "--gemm", "ours-portable",
+             "--peak-gflops", "50", "--tokenizer", "bytes", "--tp", "2", "--micro-batches",
              "2", "--checkpoint-every", "10", "--log-every", "20", "--checkpoint-dir", os.path.join(work, "ckpt"),
              "--csv", os.path.join(work, "steps.csv")]
     jobs = []

@@ -52,7 +52,8 @@ def stopped_rank(root):
     command = [run_bin, "--hang-timeout", str(HANG_TIMEOUT), "--heartbeat-ms", "100", "--grace-ms", "500",
                "--diagnosis-dir", diagnosis_dir, "-n", "8", train_bin, "--data", os.path.join(root, "text.txt"),
                "--layers", "4", "--d-model", "32", "--heads", "4", "--seq-len", "16", "--batch-size", "8",
-               "--steps", "400", "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes",
+               "--steps", "400", "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable",
+               "--peak-gflops", "50", "--tokenizer", "bytes",
                "--tp", "2", "--pp", "2", "--micro-batches", "2", "--log-every", "50",
                "--csv", os.path.join(work, "steps.csv")]
     rng = random.Random(int(time.time()))
@@ -122,7 +123,8 @@ def slowed_rank(root):
     steps = 30  # of ~50 ms each: long against the throttle's 50 ms period
     command = [run_bin, "-n", "4", train_bin, "--data", os.path.join(root, "text.txt"), "--layers", "4", "--d-model",
                "96", "--heads", "4", "--seq-len", "32", "--batch-size", "16", "--steps", str(steps), "--lr", "1e-3",
-               "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes", "--tp", "2", "--log-every", "50",
+               "--threads", "1", "--gemm", "ours-portable",
+               "--peak-gflops", "50", "--tokenizer", "bytes", "--tp", "2", "--log-every", "50",
                "--heatmap", prefix]
     slow = random.Random(int(time.time())).randrange(4)
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

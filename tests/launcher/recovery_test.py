@@ -39,7 +39,8 @@ def command(work, extra=()):
             str(STOPPED_TIMEOUT), "--heartbeat-ms", "100",
             "--grace-ms", "1000", "-n", "4", *extra, train_bin, "--data", os.path.join(work, "..", "text.txt"),
             "--layers", "4", "--d-model", "32", "--heads", "4", "--seq-len", "16", "--batch-size", "8",
-            "--steps", str(STEPS), "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer",
+            "--steps", str(STEPS), "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable",
+            "--peak-gflops", "50", "--tokenizer",
             "bytes", "--tp", "2", "--micro-batches", "2", "--checkpoint-every", "10", "--log-every", "20",
             "--checkpoint-dir", os.path.join(work, "ckpt"), "--csv", os.path.join(work, "steps.csv")]
 

@@ -27,6 +27,11 @@ double chooseGemm(const TrainOptions& o, bool bf16, std::ostream& log) {
   const GemmChoice fp32 = selectGemmBackend(o.gemm, m, n, k, 0.3);
   logChoice(log, "GEMM", fp32, m, n, k);
   double peak = 0;
+  if (o.peak_gflops > 0) {  // given: MFU against it, nothing measured beyond the backend choice
+    if (bf16) logChoice(log << "\n", "bf16 GEMM", selectFastestBf16GemmBackend(m, n, k, 0.2), m, n, k);
+    log << "; peak " << std::lround(o.peak_gflops) << " GFLOP/s (given)\n";
+    return o.peak_gflops;
+  }
   if (!bf16) {
     const double on_shape = fp32.measured.empty() ? measureGemmGflops(m, n, k, 0.3) : fp32.gflops;
     peak = std::max(measureGemmGflops(2048, 2048, 2048, 0.3), on_shape);

@@ -102,6 +102,8 @@ const std::vector<Option>& options() {
       TEXT_OPTION("precision", precision, "fp32 or bf16 (bf16 GEMMs, fp32 master weights)"),
       TEXT_OPTION("gemm", gemm, "GEMM backend: auto (measure and keep the fastest) or a name from --gemm list"),
       INT_OPTION("threads", threads, "compute threads; 0 = all online CPUs"),
+      REAL_OPTION("peak-gflops", peak_gflops,
+                  "compute peak that MFU is reported against, GFLOP/s; 0 = measure this host's GEMM peak"),
       TEXT_OPTION("summary-json", summary_json, "write the run's summary (tokens_per_s, mfu, losses) here"),
       TEXT_OPTION("csv", csv, "write one row per step here"),
       TEXT_OPTION("plot", plot, "write the loss curve here (PNG)"),
@@ -203,6 +205,7 @@ TrainOptions parseTrainOptions(int argc, char** argv, bool& help) {
   if (!(o.lr > 0)) throw std::invalid_argument("--lr must be positive");
   if (o.precision != "fp32" && o.precision != "bf16") throw std::invalid_argument("--precision must be fp32 or bf16");
   if (o.threads < 0) throw std::invalid_argument("--threads must be >= 0");
+  if (!(o.peak_gflops >= 0)) throw std::invalid_argument("--peak-gflops must be >= 0 (0 = measure)");
   if (o.log_every < 1) throw std::invalid_argument("--log-every must be at least 1");
   if (o.checkpoint_every < 0 || o.memory_checkpoint_every < 0) {
     throw std::invalid_argument("--checkpoint-every and --memory-checkpoint-every must be >= 0");

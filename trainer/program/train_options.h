@@ -34,6 +34,9 @@ struct TrainOptions {
   std::string precision = "fp32";
   std::string gemm = "auto";
   int threads = 0;                // 0: all online CPUs
+  // The compute peak MFU is reported against (GFLOP/s, e.g. a GPU's datasheet figure); 0: measure this host's
+  // GEMM peak at start (seconds of every core).
+  double peak_gflops = 0;
   std::string summary_json, csv, plot;
   int64_t sample_tokens = 0;      // text generated after training, to eyeball the model
   int64_t log_every = 1;

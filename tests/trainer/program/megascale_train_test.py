@@ -14,6 +14,8 @@ COMMON = ["--layers", "2", "--d-model", "32", "--heads", "2", "--seq-len", "16",
           "--steps", "16", "--lr", "3e-3", "--tokenizer", "bpe:300", "--threads", "2",
           # Bit-exact resumption needs the same kernels on both sides: pin the backend instead of measuring.
           "--gemm", "ours-portable"]
+# Runs after the first report MFU against a given peak: measuring the host's GEMM peak takes seconds each.
+GIVEN_PEAK = ["--peak-gflops", "50"]
 failures = []
 
 
@@ -50,7 +52,7 @@ def main():
         check(rc == 0, f"straight run exits 0 (got {rc}: {err})")
         check(re.search(r"^step +4/16 \| loss \d+\.\d{4} \| lr [\d.e+-]+ \| [\d,]+ tok/s \| MFU [\d.]+% \| ETA \S+$",
                         out, re.M) is not None, "progress line format")
-        check("GEMM: ours-portable" in out, "prints which GEMM ran")
+        check(re.search(r"GEMM: ours-portable; peak \d+ GFLOP/s\n", out), "prints which GEMM ran and its measured peak")
         check("sample: " in out, "prints a sample")
         if rc != 0:
             sys.exit(1)
@@ -65,11 +67,12 @@ def main():
         check(sorted(straight) == list(range(1, 17)), "CSV has one row per step")
 
         ckpt = p("ckpt")
-        rc, out, err = run(binary, *COMMON, "--data", text, "--checkpoint-dir", ckpt, "--stop-after", "8",
+        rc, out, err = run(binary, *COMMON, *GIVEN_PEAK, "--data", text, "--checkpoint-dir", ckpt, "--stop-after", "8",
                            "--csv", p("b1.csv"))
         check(rc == 0, f"first half exits 0 ({err})")
-        rc, out, err = run(binary, *COMMON, "--data", text, "--checkpoint-dir", ckpt, "--csv", p("b2.csv"))
+        rc, out, err = run(binary, *COMMON, *GIVEN_PEAK, "--data", text, "--checkpoint-dir", ckpt, "--csv", p("b2.csv"))
         check(rc == 0, f"second half exits 0 ({err})")
+        check(re.search(r"peak 50 GFLOP/s \(given\)", out) and "MFU" in out, "MFU against the given --peak-gflops")
         check("resumed from" in out and "step 8" in out, "the second half says where it resumed")
         halves = {**csv_losses(p("b1.csv")), **csv_losses(p("b2.csv"))}
         check(sorted(halves) == list(range(1, 17)), "the halves cover steps 1-16 once")
@@ -78,7 +81,7 @@ def main():
         latest = os.path.join(ckpt, open(os.path.join(ckpt, "latest")).read().strip())
         with open(latest, "r+b") as f:
             f.truncate(os.path.getsize(latest) // 2)
-        rc, out, err = run(binary, *COMMON, "--data", text, "--checkpoint-dir", ckpt)
+        rc, out, err = run(binary, *COMMON, *GIVEN_PEAK, "--data", text, "--checkpoint-dir", ckpt)
         check(rc != 0 and "truncated" in err, f"a truncated checkpoint is refused ({rc}: {err.strip()})")
 
         tokenize = os.path.join(os.path.dirname(binary), "megascale-tokenize")
@@ -86,7 +89,7 @@ def main():
         check(rc == 0 and "280 tokens" in out, f"megascale-tokenize train ({err})")
         rc, out, err = run(tokenize, "encode", "--input", text, "--tokenizer", p("t.bpe"), "--out", p("t.bin"))
         check(rc == 0, f"megascale-tokenize encode ({err})")
-        rc, out, err = run(binary, *COMMON, "--data", p("t.bin"), "--steps", "2")
+        rc, out, err = run(binary, *COMMON, *GIVEN_PEAK, "--data", p("t.bin"), "--steps", "2")
         check(rc == 0 and "vocabulary 280 (token shard)" in out, f"trains from a token shard ({err})")
 
         rc, out, err = run(binary, *COMMON, "--data", p("missing.txt"))

@@ -25,7 +25,8 @@ ROUNDS = int(os.environ.get("ROUNDS", "2"))
 # hide and compute to hide it behind. What it cannot hide are the step's edges: the first layer's parameters
 # gathered before the forward and the last gradients reduced after the backward.
 MODEL = ["--layers", "4", "--d-model", "96", "--heads", "4", "--seq-len", "64", "--batch-size", "8",
-         "--steps", "8", "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes",
+         "--steps", "8", "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable",
+         "--peak-gflops", "50", "--tokenizer", "bytes",
          "--precision", "fp32", "--log-every", "1000"]
 
 

@@ -18,7 +18,8 @@ import numpy
 
 failures = []
 MODEL = ["--layers", "8", "--d-model", "32", "--heads", "4", "--seq-len", "16", "--batch-size", "8",
-         "--steps", "10", "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable", "--tokenizer", "bytes"]
+         "--steps", "10", "--lr", "1e-3", "--threads", "1", "--gemm", "ours-portable",
+         "--peak-gflops", "50", "--tokenizer", "bytes"]
 # (ranks, tp, pp, virtual stages, micro-batches, more flags)
 LAYOUTS = [(n_tp * n_pp * n_dp, n_tp, n_pp, 1, 2, []) for n_tp in (1, 2) for n_pp in (1, 2) for n_dp in (1, 2)]
 LAYOUTS += [(4, 4, 1, 1, 2, []), (4, 1, 4, 2, 4, [])]
@@ -175,6 +176,7 @@ def main():
                   coords[s["pid"]][1] != coords[f["pid"]][1] and s["ts"] <= f["ts"] + 5000 for s, f in joined),
               "each arrow joins two stages of one pipeline column, forward in time (5 ms for the ranks' epochs)")
         summary = json.load(open(f"{tmp}/summary.json"))
+        check(summary["gemm_peak_gflops"] == 50, f"MFU is against the given --peak-gflops ({summary})")
         check(summary["layout"] == "tp2 x pp2 x dp2" and summary["exposed_comm_s_per_step"] > 0 and
               summary["compute_s_per_step"] > 0, f"the summary reports compute and exposed communication ({summary})")
 

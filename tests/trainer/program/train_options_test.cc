@@ -60,6 +60,8 @@ TEST(TrainOptions, MistakesNameTheFlagOrLine) {
   EXPECT_EQ(parse({"--pp", "2", "--virtual-stages", "2", "--microbatch-group-size", "4"}).micro_batch_group, 4);
   EXPECT_NE(message({"--pp-comm-precision", "fp16"}).find("--pp-comm-precision must be fp32, bf16 or auto (got 'fp16')"),
             std::string::npos);
+  EXPECT_NE(message({"--peak-gflops", "-1"}).find("--peak-gflops must be >= 0"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse({"--peak-gflops", "989e3"}).peak_gflops, 989e3);
   EXPECT_NE(message({"--dp-comm-precision", "int8"}).find("--dp-comm-precision must be"), std::string::npos);
   const std::string path = ::testing::TempDir() + "/bad.conf";
   std::ofstream(path) << "layers = 2\nthis line has no equals sign\n";
