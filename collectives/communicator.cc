@@ -20,7 +20,7 @@
 #include "transport/net_transport.h"
 #include "transport/registry.h"
 #include "transport/shm/shm_transport.h"
-#include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/registry.h"
 #include "common/config.h"
 #include "common/log.h"
 
@@ -59,15 +59,7 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   CommunicatorOptions o;
   o.timeout = config::timeout();
   o.transport = config::getString("MEGASCALE_TRANSPORT");
-  std::string algo = config::getString("MEGASCALE_ALGO");
-  Algorithm a = Algorithm::kAuto;
-  // The knob names a schedule family; every family it can name implements all-reduce.
-  bool valid = parseAlgorithm(algo, &a) &&
-               (a == Algorithm::kAuto || algorithms::builderFor(Collective::kAllReduce, a) != nullptr);
-  o.algorithm = a;
-  if (!valid) {
-    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_ALGO='" + algo + "': expected auto, ring, pring, rhd, direct, dbtree or hier");
-  }
+  o.algorithms = parseAlgorithmRequest(config::getString("MEGASCALE_ALGO"));
   o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
   o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));
   o.host_block = static_cast<int>(config::getInt("MEGASCALE_HOST_BLOCK"));
@@ -292,14 +284,10 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   if (c == Collective::kAllGather) spec.in_place = in_bytes == out_bytes + count * es * rank_;
   else if (c == Collective::kReduceScatter) spec.in_place = out_bytes == in_bytes + count * es * rank_;
   else spec.in_place = in_bytes == out_bytes;
-  if (algorithms::builderFor(c, options_.algorithm) != nullptr) spec.algorithm = options_.algorithm;
+  spec.algorithm = options_.algorithms.of(c);  // a request; kAuto is chosen when the operation starts
   Task task;
   // An explicit MEGASCALE_ALGO asks for that schedule, so it bypasses the node engine.
   task.on_node = node_ != nullptr && node::NodeEngine::handles(c) && spec.algorithm == Algorithm::kAuto;
-  // Across hosts, the choice for these collectives depends on which ranks share a host: the worker makes it.
-  const bool layout_decides = (c == Collective::kAllReduce || c == Collective::kAllGather ||
-                               c == Collective::kReduceScatter) && nranks_ > 1 && options_.local_size != nranks_;
-  if (!task.on_node && !(layout_decides && spec.algorithm == Algorithm::kAuto)) spec.algorithm = chooseAlgorithm(spec, es);
   task.spec = spec;
   task.in = in;
   task.out = out;
@@ -380,7 +368,7 @@ std::string Communicator::description() const {
   std::string text = "transport: ";
   text += transportName();
   text += " algorithm: ";
-  text += algorithmName(options_.algorithm);
+  text += options_.algorithms.text;
   text += node_ != nullptr ? " node-engine: on" : " node-engine: off";
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
@@ -654,10 +642,12 @@ Status Communicator::prepareRun(Task& task, bool shared_driver, PreparedRun* out
   return Status::ok();
 }
 
+// The one decision per operation (algorithm_choice.h), with the host layout where the choice or the schedule
+// depends on it.
 Status Communicator::resolveAlgorithm(Task& task) {
   const bool choose = task.spec.algorithm == Algorithm::kAuto;
+  if (needsHostLayout(task)) MSC_RETURN_IF_ERROR(ensureHostLayout());
   if (!choose && task.spec.algorithm != Algorithm::kHierarchical) return Status::ok();
-  MSC_RETURN_IF_ERROR(ensureHostLayout());
   task.spec.hosts = layout_.get();
   task.spec.links = &agreed_links_;
   task.spec.host_steps = host_stage_ != nullptr;
@@ -680,10 +670,14 @@ Status Communicator::ensureHostLayout() {
   return Status::ok();
 }
 
-bool Communicator::needsLayoutExchange(const Task& task) const {
+bool Communicator::needsHostLayout(const Task& task) const {
   const Algorithm a = task.spec.algorithm;
-  return task.spec.collective != Collective::kSendRecv && (a == Algorithm::kAuto || a == Algorithm::kHierarchical) &&
-         !layout_ && options_.local_size != nranks_;
+  return task.spec.collective != Collective::kSendRecv &&
+         ((a == Algorithm::kAuto && choiceNeedsHostLayout(task.spec.collective)) || a == Algorithm::kHierarchical);
+}
+
+bool Communicator::needsLayoutExchange(const Task& task) const {
+  return needsHostLayout(task) && !layout_ && options_.local_size != nranks_;
 }
 
 std::unique_ptr<Communicator::LayoutExchange> Communicator::startLayoutExchange(bool shared_driver) {

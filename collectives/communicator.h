@@ -28,6 +28,7 @@
 #include "collectives/work.h"
 #include "megascale/megascale.h"
 #include "transport/transport.h"
+#include "collectives/algorithm_choice.h"
 #include "collectives/cost_model.h"
 #include "common/heartbeat.h"
 
@@ -36,9 +37,8 @@ namespace megascale {
 struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};  // MEGASCALE_TIMEOUT_MS
   std::string transport = "auto";             // MEGASCALE_TRANSPORT
-  /// MEGASCALE_ALGO: for every collective that implements it (ring: all-reduce, all-gather, reduce-scatter;
-  /// rhd, direct: all-reduce; hier: all three across hosts); auto chooses per collective.
-  Algorithm algorithm = Algorithm::kAuto;
+  /// MEGASCALE_ALGO: the algorithm asked for per collective (parseAlgorithmRequest); auto chooses.
+  AlgorithmRequest algorithms;
   int local_rank = -1;
   int local_size = -1;
   /// The launcher's placement, when it knows it: world ranks [h*k, (h+1)*k) share host h. The host layout is
@@ -217,6 +217,7 @@ class Communicator {
   Status prepareRun(Task& task, bool shared_driver, PreparedRun* out);
   /// For a task whose algorithm waits for the host layout: chooses it now, and the tag that hashes it.
   Status resolveAlgorithm(Task& task);
+  bool needsHostLayout(const Task& task) const;
   /// Which ranks share a host: from the launcher when every rank is local, else exchanged once (an all-gather
   /// of host identities, at the first collective that needs it).
   Status ensureHostLayout();

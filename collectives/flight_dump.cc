@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "collectives/algorithms/registry.h"
 #include "collectives/dtype.h"
 #include "collectives/flight_record.h"
 #include "collectives/schedule.h"

@@ -1,6 +1,8 @@
-// Algorithms are schedules: a pure function of (collective, count, rank, ranks, root, algorithm) that lists,
-// for one rank, what to send, receive, copy and reduce, phase by phase. One executor runs any schedule over
-// any transport; tests simulate all ranks' schedules in memory; the network simulator replays them.
+// The types every algorithm and the executor share. Algorithms are schedules: a pure function of (collective,
+// count, rank, ranks, root, algorithm) that lists, for one rank, what to send, receive, copy and reduce, phase
+// by phase. One executor runs any schedule over any transport; tests simulate all ranks' schedules in memory;
+// the network simulator replays them. The algorithms themselves are rows (algorithms/registry.h); the choice
+// among them is algorithm_choice.h.
 //
 // A phase's communication steps (transfers and host steps) run concurrently; its local steps run after they all
 // complete, in order.
@@ -27,12 +29,14 @@ enum class Collective : uint8_t {
   kBarrier,
   kSendRecv,  // point-to-point groups; built by the caller, not by buildSchedule
 };
+inline constexpr size_t kCollectiveCount = static_cast<size_t>(Collective::kSendRecv) + 1;
 const char* collectiveName(Collective c);  // "all_reduce", ...
 /// True for the collectives that take a reduction operator.
 constexpr bool reduces(Collective c) {
   return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
 }
 
+/// An algorithm's id; what it implements, its name and its price are its row (algorithms/algorithm_row.h).
 enum class Algorithm : uint8_t {
   kAuto,
   kRing,                    // all-reduce, all-gather, reduce-scatter
@@ -44,9 +48,8 @@ enum class Algorithm : uint8_t {
   kHierarchical,            // all-reduce, all-gather, reduce-scatter across hosts (needs ScheduleSpec::hosts)
   kDoubleBinaryTree,        // all-reduce: two pipelined binary trees; 2 log2(n) hops instead of the ring's 2(n-1)
   kPipelinedRing,           // all-reduce: up to 4 ring sections in flight, one reducing while the next transfers
+  kBruck,                   // all-to-all: ceil(log2 n) rounds of packed blocks; for small blocks
 };
-const char* algorithmName(Algorithm a);
-bool parseAlgorithm(const std::string& name, Algorithm* a);
 
 /// Buffers a step can name. kUser + i are extra buffers (point-to-point groups).
 enum BufferId : uint16_t { kInput = 0, kOutput = 1, kScratch = 2, kUser = 3 };
@@ -96,10 +99,6 @@ struct ScheduleSpec {
   bool host_steps = false;  // the executor runs kHost* steps (a node engine serves this rank's host)
 };
 
-/// The algorithm kAuto resolves to for this spec: from the tuning table where it was measured on this shape
-/// (hosts, ranks per host), otherwise from the cost model.
-Algorithm chooseAlgorithm(const ScheduleSpec& spec, size_t dtype_size);
-
 /// Element counts of the input and output buffers a spec uses.
 size_t inputCount(const ScheduleSpec& spec);
 size_t outputCount(const ScheduleSpec& spec);
@@ -124,10 +123,6 @@ bool stepsConflict(const StepAccess& earlier, const StepAccess& later, const Ove
 /// Steps run as data flow within a window of phases: a step may start while the oldest unfinished phase is at
 /// most this many phases behind its own (the executor, and the network simulator's replay of it).
 inline constexpr size_t kDataFlowWindowPhases = 16;
-
-/// Builds one rank's schedule. spec.algorithm must not be kAuto (call chooseAlgorithm first).
-/// Throws Error(kInvalidArgument) for an algorithm that does not implement the collective.
-Schedule buildSchedule(const ScheduleSpec& spec);
 
 /// [begin, begin+count) of block i when `total` elements are cut into `blocks` nearly equal blocks.
 struct Block {

@@ -18,8 +18,6 @@ std::optional<Algorithm> tunedAllReduceAlgorithm(int hosts, int ranks_per_host, 
         bytes > row.max_bytes) {
       continue;
     }
-    // Direct keeps all n vectors in scratch; whatever a table says, it is never worth that beyond 1 MiB.
-    if (row.algorithm == Algorithm::kDirect && bytes > kDirectMaxBytes) return Algorithm::kRecursiveHalvingDoubling;
     return row.algorithm;
   }
   return std::nullopt;

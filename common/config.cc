@@ -47,7 +47,7 @@ const std::vector<Knob>& knobs() {
        "the cluster's switch tree in Slurm topology.conf syntax (SwitchName=... Nodes=... / Switches=...)"},
       {"MEGASCALE_SHM_RING_BYTES", Type::kInt, "4194304", "bytes", "transport", "shared-memory ring size"},
       {"MEGASCALE_ALGO", Type::kString, "auto", "", "collectives",
-       "algorithm for every collective that has it: auto, ring, pring (pipelined ring; all-reduce), rhd (recursive halving-doubling; all-reduce), direct (all-reduce), dbtree (double binary tree; all-reduce) or hier (hierarchical across hosts: all-reduce, all-gather, reduce-scatter)"},
+       "algorithms asked for: NAME for every collective it implements, or COLLECTIVE:NAME entries (alltoall:bruck,allreduce:dbtree); auto, ring, pring (pipelined ring; all-reduce), rhd (recursive halving-doubling; all-reduce), direct (all-reduce), dbtree (double binary tree; all-reduce), hier (hierarchical across hosts: all-reduce, all-gather, reduce-scatter), tree (broadcast, reduce), pairwise or bruck (all-to-all), dissemination (barrier)"},
       {"MEGASCALE_NET_MBPS", Type::kInt, "0", "Mbit/s", "collectives",
        "the network link rate the algorithm cost model assumes for shapes the tuning table lacks (0: the slowest selected NIC's speed from sysfs, else 10000); bench/tune.sh prints a measured value"},
       {"MEGASCALE_NET_LATENCY_US", Type::kInt, "20", "us", "collectives",

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "collectives/algorithms/registry.h"
+
 namespace megascale::sim {
 
 namespace {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithms/registry.h"
 #include "congestion/dcqcn.h"
 #include "congestion/hybrid.h"
 #include "congestion/line_rate.h"

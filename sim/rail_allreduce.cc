@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "collectives/algorithm_choice.h"
 #include "collectives/host_layout.h"
 
 namespace megascale::sim {

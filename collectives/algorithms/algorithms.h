@@ -1,35 +1,11 @@
-// Schedule builders, one file per algorithm family. Each is a pure function of the spec.
+// What the algorithms' files share: the row type, and step constructors for their builders (each a pure
+// function of the spec).
 #pragma once
 
+#include "collectives/algorithms/algorithm_row.h"
 #include "collectives/schedule.h"
 
 namespace megascale::algorithms {
-
-using Builder = Schedule (*)(const ScheduleSpec&);
-
-/// nullptr if the algorithm does not implement the collective.
-Builder builderFor(Collective collective, Algorithm algorithm);
-
-Schedule ringAllReduce(const ScheduleSpec& spec);
-Schedule pipelinedRingAllReduce(const ScheduleSpec& spec);
-Schedule ringAllGather(const ScheduleSpec& spec);
-Schedule ringReduceScatter(const ScheduleSpec& spec);
-Schedule halvingDoublingAllReduce(const ScheduleSpec& spec);
-Schedule directAllReduce(const ScheduleSpec& spec);
-Schedule doubleTreeAllReduce(const ScheduleSpec& spec);
-/// The double tree's shape, for the cost model: chunks per half of `half_count` elements, deepest node's depth.
-size_t doubleTreeChunks(size_t half_count);
-int doubleTreeDepth(int nranks);
-Schedule treeBroadcast(const ScheduleSpec& spec);
-Schedule treeReduce(const ScheduleSpec& spec);
-Schedule pairwiseAllToAll(const ScheduleSpec& spec);
-Schedule disseminationBarrier(const ScheduleSpec& spec);
-Schedule hierarchicalAllReduce(const ScheduleSpec& spec);  // spec.hosts must be set
-Schedule hierarchicalAllGather(const ScheduleSpec& spec);
-Schedule hierarchicalReduceScatter(const ScheduleSpec& spec);
-
-/// The largest power of two <= n (n >= 1): halving-doubling's participants, the double tree's shape.
-int largestPowerOfTwoAtMost(int n);
 
 // Step constructors shared by the builders.
 inline Slice in(size_t offset, size_t count) { return Slice{kInput, offset, count}; }

@@ -1,9 +1,13 @@
 // Direct all-reduce: every rank sends its whole vector to every other rank in one round and reduces the
 // n vectors locally in rank order (so all ranks compute bit-identical results). n-1 times the bytes of a
 // ring, but one network latency instead of 2(n-1): the choice for messages of a few KiB.
+#include <algorithm>
+
 #include "collectives/algorithms/algorithms.h"
 
 namespace megascale::algorithms {
+
+namespace {
 
 Schedule directAllReduce(const ScheduleSpec& spec) {
   const int n = spec.nranks, r = spec.rank;
@@ -30,6 +34,31 @@ Schedule directAllReduce(const ScheduleSpec& spec) {
   }
   s.phases.push_back(std::move(exchange));
   return s;
+}
+
+// Direct keeps all n vectors in scratch and connects every rank to all n-1 others: beyond 1 MiB the memory, and
+// beyond 15 peers the connections (their setup at the first operation, descriptors, buffers, NIC queue pairs),
+// cost more than the latencies it saves.
+constexpr int kMaxPeers = 15;
+
+double directAllReduceSeconds(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
+  const int n = shape.ranks;
+  if (n - 1 > kMaxPeers) return kNever;
+  // n-1 copies leave through one link, each posted by the sender in turn.
+  const LinkCost& link = shape.flatLink(links);
+  return link.latency_s + (n - 1) * (link.send_overhead_s + static_cast<double>(count * dtype_size) / link.bytes_per_s);
+}
+
+}  // namespace
+
+const AlgorithmRow& directRow() {
+  static const AlgorithmRow row{
+      .id = Algorithm::kDirect,
+      .name = "direct",
+      .builders = byCollective<Builder>({{Collective::kAllReduce, directAllReduce}}),
+      .costs = byCollective<CostFunction>({{Collective::kAllReduce, directAllReduceSeconds}}),
+      .max_bytes = size_t{1} << 20};
+  return row;
 }
 
 }  // namespace megascale::algorithms

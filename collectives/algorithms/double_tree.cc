@@ -74,8 +74,6 @@ struct Tree {
   }
 };
 
-}  // namespace
-
 size_t doubleTreeChunks(size_t half_count) {
   return std::clamp<size_t>((half_count + kMinChunkElements - 1) / kMinChunkElements, 1, kMaxChunks);
 }
@@ -143,6 +141,27 @@ Schedule doubleTreeAllReduce(const ScheduleSpec& spec) {
     }
   }
   return s;
+}
+
+// K + 2D - 1 phases; in each, the busiest rank receives four chunks of half / K (two from its children, one from
+// its parent in each tree) and sends as many.
+double doubleTreeAllReduceSeconds(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
+  const double bytes = static_cast<double>(count * dtype_size);
+  const double chunks = static_cast<double>(doubleTreeChunks((count + 1) / 2));
+  const double phases = chunks + 2.0 * doubleTreeDepth(shape.ranks) - 1;
+  return phases * shape.flatLink(links).transfer(4 * (bytes / 2) / chunks);
+}
+
+}  // namespace
+
+const AlgorithmRow& doubleTreeRow() {
+  static const AlgorithmRow row{
+      .id = Algorithm::kDoubleBinaryTree,
+      .name = "dbtree",
+      .builders = byCollective<Builder>({{Collective::kAllReduce, doubleTreeAllReduce}}),
+      .costs = byCollective<CostFunction>({{Collective::kAllReduce, doubleTreeAllReduceSeconds}}),
+      .peers = [](int nranks) { return std::min(nranks - 1, 6); }};  // a parent and two children in each tree
+  return row;
 }
 
 }  // namespace megascale::algorithms

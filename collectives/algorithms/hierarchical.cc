@@ -311,8 +311,6 @@ Schedule chunked(const ScheduleSpec& spec, const ChunkBuilder& chunk) {
   return s;
 }
 
-}  // namespace
-
 Schedule hierarchicalAllReduce(const ScheduleSpec& spec) {
   if (spec.nranks == 1) return singleRankReduction(spec.count);
   Schedule s = chunked(spec, [](const Place& me, size_t begin, size_t count, size_t scratch_at, size_t* end) {
@@ -338,6 +336,32 @@ Schedule hierarchicalReduceScatter(const ScheduleSpec& spec) {
   });
   s.result = out(0, spec.count);
   return s;
+}
+
+// Reduce to the l owners and spread back inside the host; a ring of h per rail over bytes / l.
+double hierarchicalAllReduceSeconds(const ClusterShape& shape, const LinkCosts& links, size_t count,
+                                    size_t dtype_size) {
+  const int h = shape.hosts, l = shape.ranks_per_host;
+  if (h <= 1 || l <= 1) return kNever;
+  const double bytes = static_cast<double>(count * dtype_size);
+  const double inside = 2 * links.local.transfer(bytes * (l - 1) / l);
+  return inside + 2.0 * (h - 1) * links.network.transfer(bytes / l / h);
+}
+
+}  // namespace
+
+// Below 256 KiB per rank the hierarchy's extra intra-host stages cost more latency than they save (measured on
+// the emulated cluster); from there on it is taken wherever several hosts hold several ranks.
+const AlgorithmRow& hierarchicalRow() {
+  static const AlgorithmRow row{
+      .id = Algorithm::kHierarchical,
+      .name = "hier",
+      .builders = byCollective<Builder>({{Collective::kAllReduce, hierarchicalAllReduce},
+                                         {Collective::kAllGather, hierarchicalAllGather},
+                                         {Collective::kReduceScatter, hierarchicalReduceScatter}}),
+      .costs = byCollective<CostFunction>({{Collective::kAllReduce, hierarchicalAllReduceSeconds}}),
+      .preferred_from_bytes = size_t{256} << 10};
+  return row;
 }
 
 }  // namespace megascale::algorithms

@@ -9,7 +9,6 @@ namespace megascale::algorithms {
 
 namespace {
 int mod(int a, int n) { return ((a % n) + n) % n; }
-}  // namespace
 
 // Reduce-scatter pass in the output buffer, then an all-gather pass. Step s of the first pass: send block
 // r-s (the first time straight from the input), receive block r-s-1 and fold it into the output. After n-1
@@ -107,6 +106,40 @@ Schedule ringReduceScatter(const ScheduleSpec& spec) {
                              {reduce(in(c * recv_block, c), scratch(c, c), target)}});
   }
   return s;
+}
+
+double ringAllReduceSeconds(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
+  const int n = shape.ranks;
+  return 2.0 * (n - 1) * shape.flatLink(links).transfer(static_cast<double>(count * dtype_size) / n);
+}
+
+int ringPeers(int nranks) { return std::min(nranks - 1, 2); }
+
+}  // namespace
+
+const AlgorithmRow& ringRow() {
+  static const AlgorithmRow row{
+      .id = Algorithm::kRing,
+      .name = "ring",
+      .builders = byCollective<Builder>({{Collective::kAllReduce, ringAllReduce},
+                                         {Collective::kAllGather, ringAllGather},
+                                         {Collective::kReduceScatter, ringReduceScatter}}),
+      .costs = byCollective<CostFunction>({{Collective::kAllReduce, ringAllReduceSeconds}}),
+      .default_for = collectiveBit(Collective::kAllReduce) | collectiveBit(Collective::kAllGather) |
+                     collectiveBit(Collective::kReduceScatter),
+      .peers = ringPeers};
+  return row;
+}
+
+// Unpriced: what it gains, reductions hidden behind transfers, is compute the alpha-beta model does not price;
+// the tuning table takes it where it measured faster.
+const AlgorithmRow& pipelinedRingRow() {
+  static const AlgorithmRow row{
+      .id = Algorithm::kPipelinedRing,
+      .name = "pring",
+      .builders = byCollective<Builder>({{Collective::kAllReduce, pipelinedRingAllReduce}}),
+      .peers = ringPeers};
+  return row;
 }
 
 }  // namespace megascale::algorithms

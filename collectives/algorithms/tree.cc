@@ -2,6 +2,8 @@
 // n ranks in ceil(log2 n) rounds. The parent of vr is vr minus its highest set bit; the children of vr are
 // vr + 2^k for every 2^k above vr's highest bit. Broadcast sends to children nearest first (the subtree
 // that must forward furthest starts earliest); reduce receives in the mirror order.
+#include <algorithm>
+
 #include "collectives/algorithms/algorithms.h"
 
 namespace megascale::algorithms {
@@ -27,8 +29,6 @@ TreeNode binomialNode(int rank, int root, int n) {
   for (int step = vr == 0 ? 1 : highestBit(vr) * 2; vr + step < n; step *= 2) node.children.push_back(real(vr + step));
   return node;
 }
-
-}  // namespace
 
 Schedule treeBroadcast(const ScheduleSpec& spec) {
   const size_t c = spec.count;
@@ -59,6 +59,18 @@ Schedule treeReduce(const ScheduleSpec& spec) {
   }
   if (!is_root) s.phases.push_back(Phase{{send(node.parent, node.children.empty() ? in(0, c) : acc)}, {}});
   return s;
+}
+
+}  // namespace
+
+const AlgorithmRow& treeRow() {
+  static const AlgorithmRow row{
+      .id = Algorithm::kBinomialTree,
+      .name = "tree",
+      .builders = byCollective<Builder>({{Collective::kBroadcast, treeBroadcast}, {Collective::kReduce, treeReduce}}),
+      .default_for = collectiveBit(Collective::kBroadcast) | collectiveBit(Collective::kReduce),
+      .peers = [](int nranks) { return std::min(nranks - 1, log2Ceiling(nranks) + 1); }};
+  return row;
 }
 
 }  // namespace megascale::algorithms

@@ -6,8 +6,11 @@
 
 #include <cmath>
 
+#include "collectives/algorithm_choice.h"
+#include "collectives/algorithms/registry.h"
 #include "collectives/host_layout.h"
 #include "collectives/tuning.h"
+#include "common/status.h"
 
 namespace megascale {
 namespace {
@@ -53,11 +56,11 @@ TEST(CostModel, SmallAllReduceDirectOnFewRanksTreeOnThousands) {
   for (int n : {1024, 16384}) {
     const Algorithm chosen = modelAllReduceAlgorithm({n, 1, n}, links, 1, 8);
     EXPECT_EQ(chosen, Algorithm::kDoubleBinaryTree) << n << " ranks: " << algorithmName(chosen);
-    EXPECT_LE(allReducePeers(chosen, n), 6);
+    EXPECT_LE(algorithmPeers(chosen, n), 6);
   }
-  EXPECT_EQ(allReducePeers(Algorithm::kRecursiveHalvingDoubling, 16384), 14);
-  EXPECT_EQ(allReducePeers(Algorithm::kRecursiveHalvingDoubling, 12), 4);  // 3 rounds and the fold's partner
-  EXPECT_EQ(allReducePeers(Algorithm::kRing, 2), 1);
+  EXPECT_EQ(algorithmPeers(Algorithm::kRecursiveHalvingDoubling, 16384), 14);
+  EXPECT_EQ(algorithmPeers(Algorithm::kRecursiveHalvingDoubling, 12), 4);  // 3 rounds and the fold's partner
+  EXPECT_EQ(algorithmPeers(Algorithm::kRing, 2), 1);
 }
 
 TEST(CostModel, RingEstimateMatchesItsStepsAndLinks) {
@@ -84,7 +87,8 @@ TEST(CostModel, HierarchicalOnlyWhereHostsShareRanks) {
   const double ring = allReduceSeconds(Algorithm::kRing, {4, 2, 8}, slow, 16 << 20, 4);
   EXPECT_GT(ring / hier, 1.8);
   EXPECT_LT(ring / hier, 2.5);
-  EXPECT_TRUE(std::isinf(allReduceSeconds(Algorithm::kDirect, {1, 8, 8}, links, kDirectMaxBytes, 4)));
+  EXPECT_TRUE(std::isinf(allReduceSeconds(Algorithm::kDirect, {1, 8, 8}, links, (1 << 20) / 4 + 1, 4)));
+  EXPECT_FALSE(std::isinf(allReduceSeconds(Algorithm::kDirect, {1, 8, 8}, links, (1 << 20) / 4, 4)));
 }
 
 TEST(CostModel, RanksAgreeOnTheSlowestNetworkAnyOfThemSees) {
@@ -109,6 +113,57 @@ TEST(ChooseAlgorithm, TableForMeasuredShapesModelForOthers) {
   // Without a layout the spec is one host: 1,536 local ranks are not in the table either; the model answers.
   ScheduleSpec one_host{Collective::kAllReduce, Algorithm::kAuto, 1, 0, 1536};
   EXPECT_EQ(chooseAlgorithm(one_host, 4), modelAllReduceAlgorithm({1, 1536, 1536}, LinkCosts{}, 1, 4));
+}
+
+// All-to-all is priced too: Bruck's log2(n) rounds of packed blocks where latency rules (small blocks, many
+// ranks across hosts), pairwise's n-1 rounds of single blocks where bandwidth does; never Bruck on 2 or 3 ranks,
+// where it takes as many rounds as pairwise and copies more.
+TEST(ChooseAlgorithm, AllToAllBruckForSmallBlocksPairwiseForLarge) {
+  const LinkCosts links;  // 10 Gbit/s TCP: 20 us a message
+  const HostLayout hosts = HostLayout::blocks(16, 1);
+  ScheduleSpec small{Collective::kAllToAll, Algorithm::kAuto, 16, 0, 16, 0, false, &hosts, &links};
+  EXPECT_EQ(chooseAlgorithm(small, 4), Algorithm::kBruck);
+  ScheduleSpec large = small;
+  large.count = 256 << 10;
+  EXPECT_EQ(chooseAlgorithm(large, 4), Algorithm::kPairwise);
+  for (int n : {2, 3}) {
+    const HostLayout few = HostLayout::blocks(n, 1);
+    ScheduleSpec tiny{Collective::kAllToAll, Algorithm::kAuto, 1, 0, n, 0, false, &few, &links};
+    EXPECT_EQ(chooseAlgorithm(tiny, 4), Algorithm::kPairwise) << n << " ranks";
+  }
+  // The prices follow the rounds: 16 ranks, one 64 B block each way: 15 latencies against 4.
+  const double pairwise = collectiveSeconds(Collective::kAllToAll, Algorithm::kPairwise, {16, 1, 16}, links, 16, 4);
+  const double bruck = collectiveSeconds(Collective::kAllToAll, Algorithm::kBruck, {16, 1, 16}, links, 16, 4);
+  EXPECT_GT(pairwise, 15 * links.network.latency_s);
+  EXPECT_LT(bruck, 5 * links.network.latency_s);
+}
+
+TEST(AlgorithmRequest, NamesForEveryCollectiveOrPerCollective) {
+  const AlgorithmRequest ring = parseAlgorithmRequest("ring");
+  EXPECT_EQ(ring.of(Collective::kAllReduce), Algorithm::kRing);
+  EXPECT_EQ(ring.of(Collective::kAllGather), Algorithm::kRing);
+  EXPECT_EQ(ring.of(Collective::kReduceScatter), Algorithm::kRing);
+  EXPECT_EQ(ring.of(Collective::kBroadcast), Algorithm::kAuto);  // ring has no broadcast: still chosen
+  EXPECT_EQ(ring.text, "ring");
+  const AlgorithmRequest mixed = parseAlgorithmRequest("alltoall:bruck; allreduce:dbtree, all_gather:hier");
+  EXPECT_EQ(mixed.of(Collective::kAllToAll), Algorithm::kBruck);
+  EXPECT_EQ(mixed.of(Collective::kAllReduce), Algorithm::kDoubleBinaryTree);
+  EXPECT_EQ(mixed.of(Collective::kAllGather), Algorithm::kHierarchical);
+  EXPECT_EQ(mixed.of(Collective::kReduceScatter), Algorithm::kAuto);
+  EXPECT_EQ(parseAlgorithmRequest("ring,all_reduce:auto").of(Collective::kAllReduce), Algorithm::kAuto);
+  EXPECT_EQ(parseAlgorithmRequest("").text, "auto");
+  auto refusal = [](const std::string& text) {
+    try {
+      parseAlgorithmRequest(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal("rign").find("unknown algorithm 'rign' (known: auto, ring,"), std::string::npos);
+  EXPECT_NE(refusal("alltoall:ring").find("ring does not implement alltoall (these do: pairwise, bruck)"),
+            std::string::npos);
+  EXPECT_NE(refusal("allscatter:ring").find("unknown collective 'allscatter'"), std::string::npos);
 }
 
 }  // namespace

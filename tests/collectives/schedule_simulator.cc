@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 
+#include "collectives/algorithms/registry.h"
 #include "collectives/dtype.h"
 #include "collectives/host_layout.h"
 #include "collectives/reduce_kernels.h"

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
+#include "collectives/algorithm_choice.h"
+#include "collectives/algorithms/registry.h"
 #include "collectives/cost_model.h"
 #include "collectives/host_layout.h"
 #include "collectives/schedule_simulator.h"
@@ -120,20 +123,40 @@ TEST_P(ScheduleSuite, MaxReductionUsesTheSameSchedule) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Algorithms, ScheduleSuite,
-    ::testing::Values(Case{Collective::kAllReduce, Algorithm::kRing},
-                      Case{Collective::kAllReduce, Algorithm::kRecursiveHalvingDoubling},
-                      Case{Collective::kAllReduce, Algorithm::kDirect},
-                      Case{Collective::kAllReduce, Algorithm::kDoubleBinaryTree},
-                      Case{Collective::kAllReduce, Algorithm::kPipelinedRing},
-                      Case{Collective::kAllGather, Algorithm::kRing},
-                      Case{Collective::kReduceScatter, Algorithm::kRing},
-                      Case{Collective::kBroadcast, Algorithm::kBinomialTree},
-                      Case{Collective::kReduce, Algorithm::kBinomialTree},
-                      Case{Collective::kAllToAll, Algorithm::kPairwise},
-                      Case{Collective::kBarrier, Algorithm::kDissemination}),
-    caseName);
+// Every row's every collective (the hierarchical row, which needs a host layout, has its own tests below): a new
+// algorithm is tested here by being registered.
+std::vector<Case> everyFlatCase() {
+  std::vector<Case> cases;
+  for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
+    if (row->id == Algorithm::kHierarchical) continue;
+    for (size_t c = 0; c < kCollectiveCount; ++c) {
+      if (row->implements(static_cast<Collective>(c))) cases.push_back(Case{static_cast<Collective>(c), row->id});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, ScheduleSuite, ::testing::ValuesIn(everyFlatCase()), caseName);
+
+TEST(Schedule, EveryCollectiveHasItsRowsAndADefault) {
+  std::set<std::string> names;
+  std::set<Algorithm> ids;
+  for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
+    EXPECT_TRUE(names.insert(row->name).second) << row->name;
+    EXPECT_TRUE(ids.insert(row->id).second) << row->name;
+    Algorithm parsed;
+    ASSERT_TRUE(parseAlgorithm(row->name, &parsed));
+    EXPECT_EQ(parsed, row->id);
+    EXPECT_STREQ(algorithmName(row->id), row->name);
+  }
+  for (size_t c = 0; c + 1 < kCollectiveCount; ++c) {  // all but point-to-point groups
+    const Collective collective = static_cast<Collective>(c);
+    const ScheduleSpec spec{collective, Algorithm::kAuto, 1, 0, 4};
+    const Algorithm chosen = chooseAlgorithm(spec, 4);
+    ASSERT_NE(chosen, Algorithm::kAuto) << collectiveName(collective);
+    EXPECT_TRUE(algorithms::rowOf(chosen)->implements(collective)) << collectiveName(collective);
+  }
+}
 
 // Hierarchical schedules over every layout of 1..5 hosts with 1..4 ranks each, hosts of uneven sizes, and
 // hosts whose ranks interleave (a launcher that numbers ranks round-robin).
@@ -304,9 +327,8 @@ TEST(Schedule, AutoFollowsTheTuningTableWhereItHasTheShape) {
 TEST(Schedule, TuningTableAnswersForEveryMeasuredShapeAndSize) {
   for (const TuningRow& row : allReduceTuningTable()) {
     EXPECT_LE(row.min_ranks_per_host, row.max_ranks_per_host);
-    EXPECT_TRUE(row.algorithm == Algorithm::kRing || row.algorithm == Algorithm::kRecursiveHalvingDoubling ||
-                row.algorithm == Algorithm::kDirect || row.algorithm == Algorithm::kDoubleBinaryTree ||
-                row.algorithm == Algorithm::kPipelinedRing);
+    ASSERT_NE(algorithms::rowOf(row.algorithm), nullptr);
+    EXPECT_TRUE(algorithms::rowOf(row.algorithm)->implements(Collective::kAllReduce)) << algorithmName(row.algorithm);
   }
   EXPECT_NE(std::string(tuningTableMachine()), "");
   for (int n = 2; n <= 8; ++n) {
@@ -314,9 +336,9 @@ TEST(Schedule, TuningTableAnswersForEveryMeasuredShapeAndSize) {
       const std::optional<Algorithm> a = tunedAllReduceAlgorithm(1, n, bytes);
       ASSERT_TRUE(a.has_value()) << n << " ranks, " << bytes << " bytes";
       EXPECT_NE(buildSchedule({Collective::kAllReduce, *a, bytes / 4 % 1000, 0, n}).phases.size(), 0u);
-      if (bytes > kDirectMaxBytes) {
-        EXPECT_NE(*a, Algorithm::kDirect) << n << " ranks, " << bytes << " bytes";
-      }
+      // Whatever a table says, the chooser keeps to the rows' limits (direct: 1 MiB).
+      const Algorithm chosen = chooseAlgorithm({Collective::kAllReduce, Algorithm::kAuto, bytes / 4, 0, n}, 4);
+      EXPECT_LE(bytes / 4 * 4, algorithms::rowOf(chosen)->max_bytes) << n << " ranks, " << bytes << " bytes";
     }
   }
   EXPECT_EQ(tunedAllReduceAlgorithm(1, 8, size_t(1) << 34), Algorithm::kRing);  // huge: bandwidth-optimal

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "collectives/algorithms/registry.h"
 #include "congestion/dcqcn.h"
 #include "congestion/hybrid.h"
 #include "sim/rail_allreduce.h"
