@@ -17,6 +17,7 @@
 #include "launcher/link_check.h"
 #include "launcher/rank_watch.h"
 #include "launcher/status_table.h"
+#include "topology/slurm_topology.h"
 
 namespace megascale::launcher {
 
@@ -330,8 +331,17 @@ void ClusterDriver::drive() {
     s.store = connectStore(s.id, "the job's driver", o.join_timeout);
     s.waitForExecutors();
     std::vector<int> preferred;
-    for (const Executor& e : s.executors) preferred.push_back(e.info.preferred_slot);
-    HostPlan plan = firstPlan(s.hostSlots(), preferred);
+    std::vector<std::string> hosts;
+    for (const Executor& e : s.executors) {
+      preferred.push_back(e.info.preferred_slot);
+      hosts.push_back(e.info.host);
+    }
+    std::vector<int> fill_order;
+    if (!o.topology_file.empty()) {
+      fill_order = topologyFillOrder(topology::loadSlurmTopology(o.topology_file), hosts);
+      logLine(s.log, "placing hosts in the switch tree's order (%s)", o.topology_file.c_str());
+    }
+    HostPlan plan = firstPlan(s.hostSlots(), preferred, fill_order);
     if (!plan.problem.empty()) throw Error(ErrorCode::kInvalidArgument, "the job's driver: " + plan.problem);
     std::string layout;
     for (size_t slot = 0; slot < plan.slots.size(); ++slot) {

@@ -32,6 +32,8 @@ struct ClusterOptions {
   std::chrono::milliseconds stop_timeout{3000};   // the executors' grace period
   std::chrono::milliseconds self_check_timeout{120000};
   uint64_t link_check_bytes = uint64_t{8} << 20;  // each host's probe to the next in the link check
+  /// The switch tree (Slurm topology.conf; --topology, MEGASCALE_TOPO_FILE): slots follow it ("": join order).
+  std::string topology_file;
 };
 
 class ClusterDriver {

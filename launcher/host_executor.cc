@@ -314,7 +314,7 @@ void HostExecutor::runSlot(const DriverMessage& m) {
   group_ = std::make_unique<ProcessGroup>();
   const std::string suffix = m.attempt > 0 ? "." + std::to_string(m.attempt) : "";
   for (int local = 0; local < c_.nproc; ++local) {
-    std::map<std::string, std::string> env = rankEnvironment(o_.id, suffix, {c_.nproc, c_.world_size, first}, local);
+    std::map<std::string, std::string> env = rankEnvironment(o_.id, suffix, {c_.nproc, c_.world_size, first, true}, local);
     env["MEGASCALE_HEARTBEAT"] = table_->environmentValue(local);
     env.merge(flights_->environment(local));
     env["MEGASCALE_RESTART"] = std::to_string(m.attempt);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "topology/placement.h"
+
 namespace megascale::launcher {
 
 namespace {
@@ -13,7 +15,7 @@ std::string rankRange(int slot, int nproc) {
 
 }  // namespace
 
-HostPlan firstPlan(int host_slots, const std::vector<int>& preferred) {
+HostPlan firstPlan(int host_slots, const std::vector<int>& preferred, const std::vector<int>& fill_order) {
   HostPlan plan;
   plan.slots.assign(static_cast<size_t>(host_slots), -1);
   plan.replica_sources.assign(static_cast<size_t>(host_slots), -1);
@@ -25,14 +27,18 @@ HostPlan firstPlan(int host_slots, const std::vector<int>& preferred) {
       placed[e] = true;
     }
   }
+  std::vector<int> order = fill_order;
+  for (size_t e = 0; e < preferred.size(); ++e) {  // whoever the order leaves out, in join order
+    if (std::find(order.begin(), order.end(), static_cast<int>(e)) == order.end()) order.push_back(static_cast<int>(e));
+  }
   size_t next = 0;
   for (int& slot : plan.slots) {
-    while (slot < 0 && next < preferred.size()) {
-      if (!placed[next]) {
-        slot = static_cast<int>(next);
-        placed[next] = true;
+    while (slot < 0 && next < order.size()) {
+      const int e = order[next++];
+      if (e >= 0 && static_cast<size_t>(e) < preferred.size() && !placed[static_cast<size_t>(e)]) {
+        slot = e;
+        placed[static_cast<size_t>(e)] = true;
       }
-      ++next;
     }
   }
   if (std::count(plan.slots.begin(), plan.slots.end(), -1) > 0) {
@@ -40,6 +46,23 @@ HostPlan firstPlan(int host_slots, const std::vector<int>& preferred) {
                    std::to_string(preferred.size()) + " joined";
   }
   return plan;
+}
+
+std::vector<int> topologyFillOrder(const topology::Cluster& cluster, const std::vector<std::string>& executor_hosts) {
+  std::vector<int> order;
+  std::vector<bool> taken(executor_hosts.size(), false);
+  for (int h : topology::hostOrder(cluster)) {
+    for (size_t e = 0; e < executor_hosts.size(); ++e) {
+      if (!taken[e] && executor_hosts[e] == cluster.hosts[static_cast<size_t>(h)].name) {
+        order.push_back(static_cast<int>(e));
+        taken[e] = true;
+      }
+    }
+  }
+  for (size_t e = 0; e < executor_hosts.size(); ++e) {
+    if (!taken[e]) order.push_back(static_cast<int>(e));
+  }
+  return order;
 }
 
 HostPlan replan(const std::vector<int>& slots, const std::set<int>& evicted, std::vector<int> spares, int nproc) {

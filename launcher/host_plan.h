@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "topology/cluster.h"
+
 namespace megascale::launcher {
 
 struct HostPlan {
@@ -18,8 +20,15 @@ struct HostPlan {
 };
 
 /// The first plan: executors that asked for a slot (preferred, -1 for none) get it; the others fill the free
-/// slots in the order they joined; the rest are spares. Executors are 0 .. preferred.size() - 1.
-HostPlan firstPlan(int host_slots, const std::vector<int>& preferred);
+/// slots in `fill_order` (executor indices; empty: the order they joined); the rest are spares. Executors are
+/// 0 .. preferred.size() - 1.
+HostPlan firstPlan(int host_slots, const std::vector<int>& preferred, const std::vector<int>& fill_order = {});
+
+/// The executors in placement order for a cluster's switch tree: by their host's place in topology::hostOrder
+/// (hosts under one leaf switch take consecutive slots, so the consecutive ranks of a data-parallel group stay
+/// under one ToR before crossing a spine, MegaScale §3.6), then executors whose host the tree lacks, in the
+/// order they joined. `executor_hosts` holds each executor's host name.
+std::vector<int> topologyFillOrder(const topology::Cluster& cluster, const std::vector<std::string>& executor_hosts);
 
 /// After a fault: every slot whose executor is in `evicted` goes to the first of `spares` (executors ready to
 /// run, in the order they joined), with the executor of the next slot as its replica source unless that one is

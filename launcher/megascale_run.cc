@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
     c.host_timeout = std::chrono::milliseconds(static_cast<int64_t>(host_timeout_s * 1000));
     c.join_timeout = config::timeout();
     c.stop_timeout = std::chrono::milliseconds(grace_ms);
+    c.topology_file = topology_file;
     executor.preferred_slot = rank_offset_given ? rank_offset / nproc : -1;
     executor.program.assign(argv + i, argv + argc);
     executor.id = id;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdarg>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iterator>
@@ -86,11 +87,14 @@ std::map<std::string, std::string> rankEnvironment(const UniqueId& id, const std
                                                    const HostRanks& ranks, int local) {
   UniqueId scoped = id;
   scoped.job_id += job_suffix;
-  return {{"MEGASCALE_UNIQUE_ID", scoped.serialize()},
-          {"MEGASCALE_RANK", std::to_string(ranks.rank_offset + local)},
-          {"MEGASCALE_WORLD_SIZE", std::to_string(ranks.world_size)},
-          {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
-          {"MEGASCALE_LOCAL_SIZE", std::to_string(ranks.nproc)}};
+  std::map<std::string, std::string> env = {{"MEGASCALE_UNIQUE_ID", scoped.serialize()},
+                                            {"MEGASCALE_RANK", std::to_string(ranks.rank_offset + local)},
+                                            {"MEGASCALE_WORLD_SIZE", std::to_string(ranks.world_size)},
+                                            {"MEGASCALE_LOCAL_RANK", std::to_string(local)},
+                                            {"MEGASCALE_LOCAL_SIZE", std::to_string(ranks.nproc)}};
+  const bool blocks = ranks.uniform_hosts || ranks.nproc == ranks.world_size;
+  if (blocks && std::getenv("MEGASCALE_HOST_BLOCK") == nullptr) env["MEGASCALE_HOST_BLOCK"] = std::to_string(ranks.nproc);
+  return env;
 }
 
 void logLine(std::FILE* log, const char* format, ...) {

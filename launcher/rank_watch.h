@@ -31,9 +31,13 @@ struct HostRanks {
   int nproc = 1;
   int world_size = 1;
   int rank_offset = 0;
+  /// Every host of the job runs nproc ranks, host h ranks [h * nproc, (h + 1) * nproc) (a cluster job's slots).
+  bool uniform_hosts = false;
 };
 
-/// The launcher's variables for the rank at `local`: the unique id (its job id + job_suffix), rank, sizes.
+/// The launcher's variables for the rank at `local`: the unique id (its job id + job_suffix), rank, sizes; and
+/// MEGASCALE_HOST_BLOCK (nproc) where the placement is known to be blocks of nproc (uniform hosts, or one host),
+/// so communicators know which ranks share a host at creation, with no exchange (unless the user set it).
 std::map<std::string, std::string> rankEnvironment(const UniqueId& id, const std::string& job_suffix,
                                                    const HostRanks& ranks, int local);
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "topology/slurm_topology.h"
+
 namespace megascale::launcher {
 namespace {
 
@@ -11,6 +13,21 @@ TEST(HostPlan, ExecutorsFillSlotsInJoinOrderAfterThoseThatAskedForOne) {
   EXPECT_TRUE(plan.problem.empty());
   EXPECT_EQ(plan.slots, (std::vector<int>{1, 0, 2}));  // executor 3 is the spare
   EXPECT_EQ(plan.replica_sources, (std::vector<int>{-1, -1, -1}));
+}
+
+// Executors joined in an order that interleaves two ToRs; slots follow the switch tree instead, so consecutive
+// slots (a data-parallel group's consecutive ranks) share a ToR; a host the file lacks comes last.
+TEST(HostPlan, SlotsFollowTheSwitchTree) {
+  const topology::Cluster cluster = topology::parseSlurmTopology(
+      "SwitchName=tor0 Nodes=a,b\nSwitchName=tor1 Nodes=c,d\nSwitchName=spine Switches=tor0,tor1\n");
+  const std::vector<std::string> joined = {"c", "a", "x", "d", "b"};
+  const std::vector<int> order = topologyFillOrder(cluster, joined);
+  EXPECT_EQ(order, (std::vector<int>{1, 4, 0, 3, 2}));  // a b c d, then x
+  const HostPlan plan = firstPlan(4, {-1, -1, -1, -1, -1}, order);
+  ASSERT_TRUE(plan.problem.empty()) << plan.problem;
+  EXPECT_EQ(plan.slots, (std::vector<int>{1, 4, 0, 3}));  // x is the spare
+  // An executor that asked for a slot keeps it; the order fills the rest.
+  EXPECT_EQ(firstPlan(4, {-1, -1, -1, -1, 0}, order).slots, (std::vector<int>{4, 1, 0, 3}));
 }
 
 TEST(HostPlan, TwoExecutorsAskingForOneSlot) {

@@ -42,12 +42,13 @@ Result run(const std::string& args) {
 }
 
 TEST(MegascaleRun, GivesEveryRankItsIdentityAndPrefixesOutput) {
+  // One host: its ranks are one block, which communicators take as their host layout with no exchange.
   Result r = run("-n 3 bash -c 'echo rank=$MEGASCALE_RANK size=$MEGASCALE_WORLD_SIZE local=$MEGASCALE_LOCAL_RANK "
-                 "of=$MEGASCALE_LOCAL_SIZE id=${MEGASCALE_UNIQUE_ID:0:5}'");
+                 "of=$MEGASCALE_LOCAL_SIZE block=$MEGASCALE_HOST_BLOCK id=${MEGASCALE_UNIQUE_ID:0:5}'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (int k = 0; k < 3; ++k) {
     char line[96];
-    std::snprintf(line, sizeof(line), "[%d] rank=%d size=3 local=%d of=3 id=msc1;", k, k, k);
+    std::snprintf(line, sizeof(line), "[%d] rank=%d size=3 local=%d of=3 block=3 id=msc1;", k, k, k);
     EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
   }
 }
