@@ -28,9 +28,13 @@ namespace megascale {
 
 namespace {
 
-// Whether a rank's transports include shared memory: only then does it make a region for the node engine.
-bool includesShm(const std::vector<std::string>& transport_names) {
-  return std::find(transport_names.begin(), transport_names.end(), "shm") != transport_names.end();
+// Whether a rank's transports include one that shares memory with this host's other ranks (a capability of its
+// registry row, not a name): only then does it make a region for the node engine.
+bool sharesHostMemory(const std::vector<std::string>& transport_names) {
+  return std::any_of(transport_names.begin(), transport_names.end(), [](const std::string& name) {
+    const transport::TransportInfo* row = transport::findTransport(name);
+    return row != nullptr && row->shares_host_memory;
+  });
 }
 
 // The network link the cost model assumes: the user's figures, else the slowest selected NIC's speed.
@@ -194,7 +198,7 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   // Shared-memory regions for the node engine: of all ranks when they share this host, else of this host's
   // ranks, as a stage of hierarchical schedules once the layout is known (setUpHostStage).
   std::unique_ptr<node::Region> region;
-  if (includesShm(names) && options.node_engine && nranks > 1) region = node::Region::create(rank, options.node.slot_bytes);
+  if (sharesHostMemory(names) && options.node_engine && nranks > 1) region = node::Region::create(rank, options.node.slot_bytes);
   // Publishing is this rank's whole part of the job's start: one store call, no barrier, nothing read.
   std::vector<std::pair<std::string, std::string>> published{{AddressBook::keyOf(rank), listenerAddresses(endpoints)}};
   if (region) published.emplace_back("world/node/" + std::to_string(rank), region->identity().toString());
@@ -771,7 +775,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   };
   ChildLinks child_links = nextChild(options);
   std::unique_ptr<node::Region> region;
-  if (includesShm(transport_names_) && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
+  if (sharesHostMemory(transport_names_) && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
   Entry mine{color, key, {}, hostKey(), LinkReport::of(options_.link_costs.network)};
   if (region) mine.region = region->identity();
   std::vector<Entry> all(nranks_);
@@ -840,7 +844,7 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
   const bool all_local = options_.local_size == nranks_ || (comm->layout_ && comm->layout_->hosts() == 1);
   comm->options_.local_size = all_local ? group.count : -1;  // else its layout is exchanged at first need
   comm->options_.local_rank = all_local ? new_rank : -1;
-  if (includesShm(transport_names_) && options_.node_engine && group.count > 1) {
+  if (sharesHostMemory(transport_names_) && options_.node_engine && group.count > 1) {
     auto region = node::Region::create(-1, options_.node.slot_bytes);
     char group_hex[9];
     std::snprintf(group_hex, sizeof(group_hex), "%08x", comm->links_->group());

@@ -48,18 +48,18 @@ const TransportInfo& builtRow(const std::string& name, const char* knob_text) {
 
 const std::vector<TransportInfo>& transportRegistry() {
   static const std::vector<TransportInfo> rows = {
-      {"shm", true, nullptr, make<ShmTransport>, always},
+      {"shm", true, true, nullptr, make<ShmTransport>, always},
 #ifdef MEGASCALE_WITH_IBVERBS
-      {"ibverbs", false, nullptr, make<IbTransport>, IbTransport::deviceAvailable},
+      {"ibverbs", false, false, nullptr, make<IbTransport>, IbTransport::deviceAvailable},
 #else
-      {"ibverbs", false, "it needs libibverbs-dev at build time", nullptr},
+      {"ibverbs", false, false, "it needs libibverbs-dev at build time", nullptr},
 #endif
 #ifdef MEGASCALE_WITH_UCX
-      {"ucx", false, nullptr, make<UcxTransport>},
+      {"ucx", false, false, nullptr, make<UcxTransport>},
 #else
-      {"ucx", false, "it needs libucx-dev at build time", nullptr},
+      {"ucx", false, false, "it needs libucx-dev at build time", nullptr},
 #endif
-      {"tcp", false, nullptr, make<TcpTransport>, always},
+      {"tcp", false, false, nullptr, make<TcpTransport>, always},
   };
   return rows;
 }

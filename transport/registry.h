@@ -14,7 +14,10 @@ namespace megascale::transport {
 
 struct TransportInfo {
   const char* name;
-  bool same_host_only;  // reaches only processes on this host (shared memory)
+  bool same_host_only;  // reaches only processes on this host
+  /// Moves bytes through memory this host's processes share: the node engine's shared-memory collectives serve
+  /// the ranks it connects.
+  bool shares_host_memory;
   /// Null when this build has the transport; otherwise why not (what it needs).
   const char* missing;
   std::unique_ptr<Transport> (*create)(const TransportOptions& options);
