@@ -44,6 +44,10 @@
 namespace megascale::bench {
 namespace {
 
+// The groups after the world, in the order init_scale reports them: tp, pp, dp.
+constexpr trainer::ParallelAxis kGroupAxes[3] = {trainer::ParallelAxis::kTensor, trainer::ParallelAxis::kPipeline,
+                                                 trainer::ParallelAxis::kData};
+
 using Clock = std::chrono::steady_clock;
 
 struct Args {
@@ -218,12 +222,12 @@ void raiseFileLimit() {
           if (args.store_only) {  // bench/baselines/torch_store_scale.py's work, on our store
             const trainer::ParallelLayout layout = trainer::ParallelLayout::forWorld(args.ranks, args.tp, args.pp);
             const trainer::ParallelLayout::Coordinates c = layout.coordinatesOf(rank);
-            auto next = [&](int g) {
+            auto next = [&](int g) {  // the next rank of this rank's ring in the world, then along each axis
+              if (g == 0) return (rank + 1) % args.ranks;
+              const trainer::ParallelAxis axis = kGroupAxes[g - 1];
               trainer::ParallelLayout::Coordinates n = c;
-              if (g == 1) n.tp = (c.tp + 1) % layout.tp;
-              if (g == 2) n.pp = (c.pp + 1) % layout.pp;
-              if (g == 3) n.dp = (c.dp + 1) % layout.dp;
-              return g == 0 ? (rank + 1) % args.ranks : layout.rankOf(n);
+              n[axis] = (c[axis] + 1) % layout.size(axis);
+              return layout.rankOf(n);
             };
             r.store->set("addr/" + std::to_string(rank), std::string(117, 'x'));
             // Read in a second pass: a creator thread serves several ranks in turn, and a read would wait for
@@ -241,14 +245,11 @@ void raiseFileLimit() {
             const trainer::ParallelLayout::Coordinates me = r.groups.me;
             auto memberSum = [&](int g) {  // the world ranks + 1 of this rank's group g, from the layout
               int64_t total = 0;
-              const int members[4] = {args.ranks, layout.tp, layout.pp, layout.dp};
-              for (int m = 0; m < members[g]; ++m) {
+              if (g == 0) return static_cast<int64_t>(args.ranks) * (args.ranks + 1) / 2;
+              const trainer::ParallelAxis axis = kGroupAxes[g - 1];
+              for (int m = 0; m < layout.size(axis); ++m) {
                 trainer::ParallelLayout::Coordinates c = me;
-                if (g == 0) {
-                  total += m + 1;
-                  continue;
-                }
-                (g == 1 ? c.tp : g == 2 ? c.pp : c.dp) = m;
+                c[axis] = m;
                 total += layout.rankOf(c) + 1;
               }
               return total;

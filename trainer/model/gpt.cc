@@ -23,7 +23,7 @@ uint64_t nameHash(const std::string& name) {  // FNV-1a: fixed on every platform
 }  // namespace
 
 template <typename T>
-Gpt<T>::Gpt(const ModelConfig& config, const ModelSlice& slice, TensorParallelGroup* tp)
+Gpt<T>::Gpt(const ModelConfig& config, const ModelSlice& slice, RowSharding* tp)
     : config_(config), slice_(slice), tp_(tp), table_(buildParameterTable(config, slice)) {
   if (slice.tp_size > 1) {
     if constexpr (!std::is_same_v<T, float>) {
@@ -213,7 +213,7 @@ void Gpt<T>::gatherRows(T* full, int64_t rows, int64_t cols, const std::function
 }
 
 template <typename T>
-TensorParallelGroup::PendingReduceScatter Gpt<T>::scatterRows(
+RowSharding::PendingRows Gpt<T>::scatterRows(
     T* shard, const T* base, int64_t rows, int64_t cols, const std::function<void(int64_t, int64_t, T*)>& produce) {
   if constexpr (std::is_same_v<T, float>) {
     if (tpSize() > 1) return tp_->reduceScatter(shard, base, rows, cols, produce);
@@ -221,7 +221,7 @@ TensorParallelGroup::PendingReduceScatter Gpt<T>::scatterRows(
   if (base == nullptr) std::fill_n(shard, rows * cols, T(0));
   else if (base != shard) std::copy(base, base + rows * cols, shard);
   produce(0, rows, shard);
-  return TensorParallelGroup::PendingReduceScatter::done();
+  return RowSharding::PendingRows();
 }
 
 template <typename T>

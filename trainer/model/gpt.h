@@ -18,16 +18,16 @@
 #include "trainer/model/activations.h"
 #include "trainer/model/model_config.h"
 #include "trainer/model/parameters.h"
-#include "trainer/parallel/tensor_parallel.h"
+#include "trainer/model/sharding.h"
 
 namespace megascale::trainer {
 
 template <typename T>
 class Gpt {
  public:
-  /// Throws std::invalid_argument for a bad config or slice. tp: the tensor-parallel group of a slice with
-  /// tp_size > 1 (float models only; it must outlive the model).
-  explicit Gpt(const ModelConfig& config, const ModelSlice& slice = {}, TensorParallelGroup* tp = nullptr);
+  /// Throws std::invalid_argument for a bad config or slice. tp: the row sharding over the tensor-parallel
+  /// ranks of a slice with tp_size > 1 (float models only; it must outlive the model).
+  explicit Gpt(const ModelConfig& config, const ModelSlice& slice = {}, RowSharding* tp = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamSpec>& parameterTable() const { return table_; }
@@ -141,7 +141,7 @@ class Gpt {
   // All-gathers the R-row shard at `full + rank*R*cols` (already in place) and runs consume on row runs.
   void gatherRows(T* full, int64_t rows, int64_t cols, const std::function<void(int64_t, int64_t)>& consume);
   // shard = base + sum over TP ranks of the rows produce(first, count, dst) accumulates (+=) into dst.
-  TensorParallelGroup::PendingReduceScatter scatterRows(T* shard, const T* base, int64_t rows, int64_t cols,
+  RowSharding::PendingRows scatterRows(T* shard, const T* base, int64_t rows, int64_t cols,
                                                         const std::function<void(int64_t, int64_t, T*)>& produce);
   // y (=/+=) x W + b over s.rows rows in the model's precision (bf16: from x_b, x rounded earlier).
   void project(T* y, const T* x, const bf16* x_b, const T* w, const T* b, const LinearShape& s, bool accumulate);
@@ -172,7 +172,7 @@ class Gpt {
 
   ModelConfig config_;
   ModelSlice slice_;
-  TensorParallelGroup* tp_;
+  RowSharding* tp_;
   std::function<void(ParamRange)> before_use_, gradients_done_;
   std::vector<ParamSpec> table_;
   std::vector<T> params_, grads_;

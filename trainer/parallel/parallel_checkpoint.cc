@@ -37,8 +37,8 @@ ParallelCheckpointer::~ParallelCheckpointer() {
 
 std::string ParallelCheckpointer::rankLocalShape() const {
   const ProcessGroups& g = trainer_.groups();
-  return describeShape(model_, optimizer_) + "layout=tp" + std::to_string(g.layout.tp) + "xpp" +
-         std::to_string(g.layout.pp) + "xdp" + std::to_string(g.layout.dp) + "\nchunks=" +
+  return describeShape(model_, optimizer_) + "layout=tp" + std::to_string(g.layout.tp()) + "xpp" +
+         std::to_string(g.layout.pp()) + "xdp" + std::to_string(g.layout.dp()) + "\nchunks=" +
          std::to_string(trainer_.chunks().size()) + "\nrank=" + std::to_string(g.world->rank()) + "\nstate=" +
          std::to_string(trainer_.optimizer().shardStateElements()) + "\n";
 }
@@ -109,7 +109,7 @@ void ParallelCheckpointer::save(const std::vector<CheckpointTarget>& all_targets
   zero.gatherMasterWeights(params);  // the chunks may hold their bf16 values (bf16 communication)
   zero.gatherMoments(m, v);
   std::unique_ptr<ShardSnapshot> snapshot;
-  if (g.me.dp == 0) {
+  if (g.me.dp() == 0) {
     snapshot = std::make_unique<ShardSnapshot>();
     snapshot->shape = describeShape(model_, optimizer_);
     snapshot->state = state;
@@ -152,7 +152,7 @@ std::string ParallelCheckpointer::writeAndPublish(const CheckpointTarget& target
       std::error_code ec;
       std::filesystem::create_directories(step_dir, ec);
       if (ec) throw std::runtime_error("cannot create " + step_dir + ": " + ec.message());
-      writeShard(step_dir + "/" + shardFileName(g.me.tp, g.me.pp), *snapshot);
+      writeShard(step_dir + "/" + shardFileName(g.me.tp(), g.me.pp()), *snapshot);
     } catch (const std::exception& e) {
       ok = 0;
       problem = e.what();
@@ -207,7 +207,7 @@ std::optional<TrainingState> ParallelCheckpointer::restore(const std::string& di
   RestoredState state{};
   int ok = 1;
   std::string problem;
-  if (g.me.dp == 0) {  // one reader per DP group
+  if (g.me.dp() == 0) {  // one reader per DP group
     try {
       const CheckpointReader reader(path, model_, optimizer_);
       for (size_t c = 0; c < chunks.size(); ++c) {

@@ -25,22 +25,22 @@ ParallelTrainer::ParallelTrainer(const ModelConfig& model, const OptimizerConfig
     throw std::invalid_argument("--layers " + std::to_string(model.layers) + " cannot fill " +
                                 std::to_string(virtual_stages) + " pipeline stages (pp x virtual stages)");
   }
-  if (global_batch % (layout.dp * parallel.micro_batches) != 0) {
+  if (global_batch % (layout.dp() * parallel.micro_batches) != 0) {
     throw std::invalid_argument("--batch-size " + std::to_string(global_batch) + " must divide into " +
-                                std::to_string(layout.dp) + " data-parallel ranks x " +
+                                std::to_string(layout.dp()) + " data-parallel ranks x " +
                                 std::to_string(parallel.micro_batches) + " micro-batches");
   }
-  micro_batch_ = global_batch / (layout.dp * parallel.micro_batches);
+  micro_batch_ = global_batch / (layout.dp() * parallel.micro_batches);
   groups_ = ProcessGroups::create(std::move(world), parallel.tp, parallel.pp, parallel.virtual_stages > 1,
                                   parallel.pp_traffic_class);
   tensor_parallel_ = std::make_unique<TensorParallelGroup>(groups_.tp, parallel.overlap_tp ? parallel.tp_chunks : 1,
                                                            parallel.timeout);
   std::vector<Gpt<float>*> views;
   for (int c = 0; c < parallel.virtual_stages; ++c) {
-    const auto [first, end] = stageLayers(model.layers, virtual_stages, virtualStage(shape, groups_.me.pp, c));
+    const auto [first, end] = stageLayers(model.layers, virtual_stages, virtualStage(shape, groups_.me.pp(), c));
     ModelSlice slice;
     slice.tp_size = parallel.tp;
-    slice.tp_rank = groups_.me.tp;
+    slice.tp_rank = groups_.me.tp();
     slice.first_layer = first;
     slice.layer_count = end - first;
     auto chunk = std::make_unique<Gpt<float>>(model, slice, tensor_parallel_.get());
@@ -80,14 +80,11 @@ ParallelTrainer::~ParallelTrainer() = default;
 
 std::string ParallelTrainer::gatherTrace() {
   const ProcessGroups& g = groups_;
-  // Each rank is named by its coordinates and sorted by pipeline stage, then data-parallel replica, then
-  // tensor-parallel rank: a micro-batch's arrows run down the page from stage to stage.
-  const ParallelLayout& l = g.layout;
+  // Each rank is named by its coordinates and sorted in the layout's order (pipeline stage outermost, then
+  // data-parallel replica, then tensor-parallel rank): a micro-batch's arrows run down the page stage by stage.
   const std::string mine = timeline_.traceEvents(
-      g.world->rank(),
-      "rank " + std::to_string(g.world->rank()) + ": tp " + std::to_string(g.me.tp) + " pp " + std::to_string(g.me.pp) +
-          " dp " + std::to_string(g.me.dp),
-      (g.me.pp * l.dp + g.me.dp) * l.tp + g.me.tp);
+      g.world->rank(), "rank " + std::to_string(g.world->rank()) + ": " + g.layout.describe(g.me),
+      g.layout.rankOf(g.me));
   const auto n = static_cast<size_t>(g.world->size());
   int64_t length = static_cast<int64_t>(mine.size());
   std::vector<int64_t> lengths(n);
@@ -111,14 +108,14 @@ std::string ParallelTrainer::gatherTrace() {
 }
 
 bool ParallelTrainer::isReporter() const {
-  return groups_.me.tp == 0 && groups_.me.dp == 0 && groups_.me.pp == groups_.layout.pp - 1;
+  return groups_.me.tp() == 0 && groups_.me.dp() == 0 && groups_.me.pp() == groups_.layout.pp() - 1;
 }
 
 ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* targets, double lr) {
   for (auto& chunk : chunks_) chunk->zeroGradients();
-  const int64_t seq = model_.seq_len, per_dp = global_batch_ / groups_.layout.dp;
+  const int64_t seq = model_.seq_len, per_dp = global_batch_ / groups_.layout.dp();
   const auto micro = [&](int m) {
-    const int64_t first_row = (groups_.me.dp * per_dp + m * micro_batch_) * seq;
+    const int64_t first_row = (groups_.me.dp() * per_dp + m * micro_batch_) * seq;
     return MicroBatchTokens{tokens + first_row, targets + first_row};
   };
   const float scale = 1.0f / static_cast<float>(global_batch_ * seq);

@@ -17,7 +17,7 @@ PipelineRuntime::PipelineRuntime(const PipelineShape& shape, const ProcessGroups
   if (static_cast<int>(chunks_.size()) != shape.virtual_stages) {
     throw std::invalid_argument("the pipeline runtime needs one model chunk per virtual stage");
   }
-  schedule_ = pipelineSchedule(shape, groups.me.pp);
+  schedule_ = pipelineSchedule(shape, groups.me.pp());
   message_elements_ = chunks_.front()->localRows(micro_batch) * chunks_.front()->config().d_model;
 }
 
@@ -64,9 +64,9 @@ void PipelineRuntime::wait(const Transfer& transfer, const char* what, const Pip
 // the stage its output goes to (forward: the next virtual stage; backward: the previous one).
 void PipelineRuntime::traceFlows(const PipeAction& a, bool backward, bool first, bool last, Clock::time_point start,
                                  Clock::time_point end) {
-  const int stage = virtualStage(shape_, groups_.me.pp, a.chunk);
+  const int stage = virtualStage(shape_, groups_.me.pp(), a.chunk);
   const std::string name = std::string(backward ? "backward " : "forward ") + std::to_string(a.micro_batch);
-  const auto key = [&](int from) { return pipelineFlowKey(a.micro_batch, from, backward, groups_.me.tp, groups_.me.dp); };
+  const auto key = [&](int from) { return pipelineFlowKey(a.micro_batch, from, backward, groups_.me.tp(), groups_.me.dp()); };
   const auto inside = std::chrono::microseconds(1);
   const bool receives = backward ? !last : !first, sends = backward ? !first : !last;
   if (receives) timeline_->flowIn(name, key(backward ? stage + 1 : stage - 1), std::min(start + inside, end));
@@ -114,9 +114,9 @@ void PipelineRuntime::takeArrivedInputs(size_t position, std::optional<PipeOp> a
   for (size_t i = position + 1; i < schedule_.size() && (want_activation || want_gradient); ++i) {
     const PipeAction& a = schedule_[i];
     PipeOp op;
-    if (want_activation && a.op == PipeOp::kForward && !isFirstStage(shape_, groups_.me.pp, a.chunk)) {
+    if (want_activation && a.op == PipeOp::kForward && !isFirstStage(shape_, groups_.me.pp(), a.chunk)) {
       op = PipeOp::kRecvActivation;
-    } else if (want_gradient && a.op == PipeOp::kBackward && !isLastStage(shape_, groups_.me.pp, a.chunk)) {
+    } else if (want_gradient && a.op == PipeOp::kBackward && !isLastStage(shape_, groups_.me.pp(), a.chunk)) {
       op = PipeOp::kRecvGradient;
     } else {
       continue;
@@ -178,7 +178,7 @@ void PipelineRuntime::waitDelivered(size_t position) {
 
 double PipelineRuntime::run(const std::function<MicroBatchTokens(int)>& micro_batch, float loss_scale,
                             ZeroOptimizer* zero) {
-  const int rank = groups_.me.pp;
+  const int rank = groups_.me.pp();
   double loss = 0;
   // A compute's input: posted earlier (overlap, or while this rank waited for its sends) or now, and waited
   // for; with overlap off, acknowledged and this rank's sends then delivered before it computes.

@@ -60,21 +60,53 @@ void TensorParallelGroup::allGather(float* full, int64_t rows_per_rank, int64_t 
   }
 }
 
-TensorParallelGroup::PendingReduceScatter TensorParallelGroup::reduceScatter(float* shard, const float* base,
-                                                                             int64_t rows_per_rank, int64_t cols,
-                                                                             const ProduceFn& produce) {
+// The chunks of one reduce-scatter in flight: finish() waits for them and adds the base.
+class TensorParallelGroup::ChunkedReduceScatter final : public RowSharding::PendingRows::State {
+ public:
+  ChunkedReduceScatter(TensorParallelGroup& group, float* shard, const float* base, int64_t count, int64_t bytes)
+      : group_(group), issued_(Timeline::Clock::now()), bytes_(bytes), shard_(shard), base_(base), count_(count) {}
+
+  void add(std::shared_ptr<Work> work) { works_.push_back(std::move(work)); }
+
+  void finish() override {
+    if (finished_) return;
+    finished_ = true;
+    const int64_t each = works_.empty() ? 0 : bytes_ / static_cast<int64_t>(works_.size());
+    for (const auto& work : works_) group_.wait(work, "reduce-scatter", issued_, each);
+    if (base_ == nullptr) return;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < count_; ++i) shard_[i] += base_[i];
+  }
+
+  ~ChunkedReduceScatter() override {
+    // An exception unwound past finish(): the chunks still read scratch the group owns, so let them land.
+    if (finished_) return;
+    for (const auto& work : works_) (void)work->wait(group_.timeout_);
+  }
+
+ private:
+  TensorParallelGroup& group_;
+  std::vector<std::shared_ptr<Work>> works_;
+  Timeline::Clock::time_point issued_;
+  int64_t bytes_;
+  float* shard_;
+  const float* base_;
+  int64_t count_;
+  bool finished_ = false;
+};
+
+RowSharding::PendingRows TensorParallelGroup::reduceScatter(float* shard, const float* base, int64_t rows_per_rank,
+                                                            int64_t cols, const ProduceFn& produce) {
   const int64_t n = size(), r_rows = rows_per_rank, count = r_rows * cols;
   if (n == 1) {
     if (base == nullptr) std::fill_n(shard, count, 0.0f);
     else if (base != shard) std::copy(base, base + count, shard);
     produce(0, r_rows, shard);
-    return PendingReduceScatter::done();
+    return PendingRows();
   }
-  PendingReduceScatter pending;
-  pending.group_ = this;
-  pending.issued_ = Timeline::Clock::now();
-  pending.bytes_ = (n - 1) * count * static_cast<int64_t>(sizeof(float));
   if (base == shard) throw std::invalid_argument("reduce-scatter: base must not alias the shard");
+  auto pending = std::make_unique<ChunkedReduceScatter>(*this, shard, base, count,
+                                                        (n - 1) * count * static_cast<int64_t>(sizeof(float)));
   const int64_t k = std::min<int64_t>(chunks_, r_rows);
   scatter_scratch_.resize(static_cast<size_t>(n * count));
   for (int64_t j = 0; j < k; ++j) {
@@ -82,29 +114,9 @@ TensorParallelGroup::PendingReduceScatter TensorParallelGroup::reduceScatter(flo
     float* region = scatter_scratch_.data() + n * b * cols;  // [rank][c rows][cols]: one chunk's send buffer
     std::fill_n(region, n * c * cols, 0.0f);
     for (int64_t r = 0; r < n; ++r) produce(r * r_rows + b, c, region + r * c * cols);
-    pending.works_.push_back(comm_->reduceScatter(region, shard + b * cols, static_cast<size_t>(c * cols), mscFloat32,
-                                                  mscSum));
+    pending->add(comm_->reduceScatter(region, shard + b * cols, static_cast<size_t>(c * cols), mscFloat32, mscSum));
   }
-  pending.shard_ = shard;
-  pending.base_ = base;
-  pending.count_ = count;
-  return pending;
-}
-
-void TensorParallelGroup::PendingReduceScatter::finish() {
-  if (finished_) return;
-  finished_ = true;
-  const int64_t each = works_.empty() ? 0 : bytes_ / static_cast<int64_t>(works_.size());
-  for (const auto& work : works_) group_->wait(work, "reduce-scatter", issued_, each);
-  if (base_ == nullptr) return;
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count_; ++i) shard_[i] += base_[i];
-}
-
-TensorParallelGroup::PendingReduceScatter::~PendingReduceScatter() {
-  // An exception unwound past finish(): the chunks still read scratch the group owns, so let them land.
-  if (finished_ || group_ == nullptr) return;
-  for (const auto& work : works_) (void)work->wait(group_->timeout_);
+  return PendingRows(std::move(pending));
 }
 
 void TensorParallelGroup::allReduce(float* data, int64_t count) {

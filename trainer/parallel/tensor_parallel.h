@@ -1,7 +1,7 @@
-// The sequence-parallel collectives of one tensor-parallel group. Outside the tensor-parallel regions every
-// activation is sharded along its token rows (batch x sequence, flattened): rank r holds rows [r*R, r*R + R)
-// of the full [T*R, C] tensor, so LayerNorm, residual adds, the embedding and the loss run on 1/T of the
-// tokens. An all-gather restores the full rows before a column-parallel GEMM; a reduce-scatter sums the
+// The sequence-parallel collectives of one tensor-parallel group, the model's RowSharding over a communicator.
+// Outside the tensor-parallel regions every activation is sharded along its token rows (batch x sequence,
+// flattened): rank r holds rows [r*R, r*R + R) of the full [T*R, C] tensor, so LayerNorm, residual adds, the
+// embedding and the loss run on 1/T of the tokens. An all-gather restores the full rows before a column-parallel GEMM; a reduce-scatter sums the
 // row-parallel GEMM's partial outputs back into shards.
 //
 // Both are cut into `chunks` pieces and pipelined with the GEMMs that use them: the GEMM of chunk j runs
@@ -16,68 +16,34 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "trainer/model/sharding.h"
 #include "trainer/monitor/timeline.h"
 
 namespace megascale::trainer {
 
-class TensorParallelGroup {
+class TensorParallelGroup final : public RowSharding {
  public:
   /// comm: the group's communicator (TP ranks in rank order). Throws std::invalid_argument for chunks < 1.
   TensorParallelGroup(std::shared_ptr<Communicator> comm, int chunks, std::chrono::milliseconds timeout);
 
-  int size() const { return comm_->size(); }
-  int rank() const { return comm_->rank(); }
+  int size() const override { return comm_->size(); }
+  int rank() const override { return comm_->rank(); }
   int chunks() const { return chunks_; }
   Communicator& communicator() { return *comm_; }
   /// Where waits and collectives are timed (may be null).
   void setTimeline(Timeline* timeline) { timeline_ = timeline; }
 
-  /// Rows [first, first + count) of the full tensor.
-  using RowsFn = std::function<void(int64_t first, int64_t count)>;
-  /// Writes (+=) rows [first, first + count) of this rank's partial result into dst (count x cols, packed).
-  using ProduceFn = std::function<void(int64_t first, int64_t count, float* dst)>;
+  void allGather(float* full, int64_t rows_per_rank, int64_t cols, const RowsFn& consume) override;
 
-  /// full [size*R, cols] holds this rank's shard in rows [rank*R, rank*R + R) on entry; fills every other
-  /// rank's rows and calls consume on each run of rows as soon as it is in place (this rank's own rows first).
-  void allGather(float* full, int64_t rows_per_rank, int64_t cols, const RowsFn& consume);
+  /// Each chunk is sent while the next is computed. With one rank, produce writes straight into shard (after
+  /// base is copied in): no extra pass.
+  PendingRows reduceScatter(float* shard, const float* base, int64_t rows_per_rank, int64_t cols,
+                            const ProduceFn& produce) override;
 
-  /// A reduce-scatter whose last chunks may still be moving; finish() waits for them.
-  class PendingReduceScatter {
-   public:
-    /// shard = base (may alias shard, or be null for zero) + the sum over ranks. Throws on failure.
-    void finish();
-    /// One that has nothing left to wait for.
-    static PendingReduceScatter done() {
-      PendingReduceScatter pending;
-      pending.finished_ = true;
-      return pending;
-    }
-    PendingReduceScatter(PendingReduceScatter&&) = default;
-    ~PendingReduceScatter();
-
-   private:
-    friend class TensorParallelGroup;
-    PendingReduceScatter() = default;
-    TensorParallelGroup* group_ = nullptr;
-    std::vector<std::shared_ptr<Work>> works_;
-    Timeline::Clock::time_point issued_;
-    int64_t bytes_ = 0;
-    float* shard_ = nullptr;
-    const float* base_ = nullptr;
-    int64_t count_ = 0;
-    bool finished_ = false;
-  };
-
-  /// Starts shard [R, cols] = base + sum over ranks of their partial rows [rank*R, rank*R + R); this rank's
-  /// partial tensor is produced chunk by chunk through `produce`, each chunk sent while the next is computed.
-  /// With one rank, produce writes straight into shard (after base is copied in): no extra pass.
-  PendingReduceScatter reduceScatter(float* shard, const float* base, int64_t rows_per_rank, int64_t cols,
-                                     const ProduceFn& produce);
-
-  /// data (count floats) = sum over ranks, in place.
-  void allReduce(float* data, int64_t count);
+  void allReduce(float* data, int64_t count) override;
 
  private:
+  class ChunkedReduceScatter;  // the PendingRows of reduceScatter
   void wait(const std::shared_ptr<Work>& work, const char* what, Timeline::Clock::time_point issued, int64_t bytes);
   // [begin, end) rows of a rank's shard in chunk j.
   int64_t chunkBegin(int64_t rows_per_rank, int64_t j) const;

@@ -27,7 +27,7 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
     : options_(options), chunks_(std::move(chunks)), groups_(groups), dp_size_(groups.dp->size()),
       dp_rank_(groups.dp->rank()) {
   if (options_.bucket_elements < 1) throw std::invalid_argument("the DP bucket size must be at least 1 parameter");
-  const bool tensor_parallel = groups.layout.tp > 1;
+  const bool tensor_parallel = groups.layout.tp() > 1;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const Gpt<float>& chunk = *chunks_[c];
     tensor_base_.push_back(tensor_count_);
@@ -35,7 +35,7 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
     tensor_count_ += static_cast<int>(table.size());
     const bool tied = holdsTiedEmbedding(chunk, groups);
     // The last stage's copy of the tied embedding is a duplicate: counted once in the norm, on the first.
-    const bool duplicate_wte = tied && groups.me.pp != 0;
+    const bool duplicate_wte = tied && groups.me.pp() != 0;
     // wte alone in a bucket: both stages' copies then shard alike.
     const int64_t wte_end = tied ? table.front().offset + table.front().size() : 0;
     Bucket* open = nullptr;
@@ -75,7 +75,7 @@ ZeroOptimizer::ZeroOptimizer(const ZeroOptions& options, std::vector<Gpt<float>*
           const int64_t packed_end = std::min(hi, r.packed + (end - r.begin));
           if (packed_begin >= packed_end) continue;
           const bool replicated = spec.layout.shard_dim < 0;
-          const bool counted = !(replicated && tensor_parallel && groups.me.tp != 0) && !(duplicate_wte && spec.name == "wte");
+          const bool counted = !(replicated && tensor_parallel && groups.me.tp() != 0) && !(duplicate_wte && spec.name == "wte");
           bucket.pieces.push_back(TensorPiece{tensor_base_.back() + static_cast<int>(t), packed_begin - lo,
                                               r.begin + (packed_begin - r.packed), packed_end - packed_begin,
                                               spec.weight_decay, replicated && tensor_parallel, counted});
@@ -250,7 +250,7 @@ void ZeroOptimizer::finishReduce(size_t i) {
 }
 
 void ZeroOptimizer::sumReplicatedAcrossTensorParallel() {
-  if (groups_.layout.tp == 1) return;
+  if (groups_.layout.tp() == 1) return;
   std::vector<float> packed;
   for (Bucket& b : buckets_) {
     for (const TensorPiece& p : b.pieces) {
@@ -354,8 +354,8 @@ double ZeroOptimizer::step(double lr) {
       if (!s.isOk()) throw Error(s.code(), std::string("LAMB norm all-reduce over ") + what + ": " + s.message());
     };
     sum(*groups_.dp, "data parallel");
-    if (groups_.layout.tp > 1) {
-      if (groups_.me.tp != 0) {
+    if (groups_.layout.tp() > 1) {
+      if (groups_.me.tp() != 0) {
         for (Bucket& b : buckets_) {
           for (const TensorPiece& p : b.pieces) {
             if (p.replicated) norms[static_cast<size_t>(2 * p.tensor)] = norms[static_cast<size_t>(2 * p.tensor + 1)] = 0;

@@ -240,9 +240,8 @@ class ParallelEngine final : public StepEngine {
       in.compute_s.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(r * steps),
                                 all.begin() + static_cast<std::ptrdiff_t>((r + 1) * steps));
       const auto c = g.layout.coordinatesOf(static_cast<int>(r));
-      in.peer_group.push_back(c.pp);
-      in.names.push_back("rank " + std::to_string(r) + " (tp " + std::to_string(c.tp) + " pp " + std::to_string(c.pp) +
-                         " dp " + std::to_string(c.dp) + ")");
+      in.peer_group.push_back(c.pp());
+      in.names.push_back("rank " + std::to_string(r) + " (" + g.layout.describe(c) + ")");
     }
     const std::string csv_path = options_.heatmap + ".csv", png_path = options_.heatmap + ".png";
     std::ofstream(csv_path) << heatmapCsv(in);

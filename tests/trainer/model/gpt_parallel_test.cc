@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trainer/model/gpt.h"
+#include "trainer/parallel/tensor_parallel.h"
 #include "trainer/model_configs.h"
 #include "trainer/rank_threads.h"
 
