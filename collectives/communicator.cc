@@ -237,6 +237,7 @@ Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, st
       node_(std::move(node)),
       transport_names_(std::move(transport_names)) {
   agreed_links_ = options_.link_costs;
+  shares_host_memory_ = sharesHostMemory(transport_names_);
   links_->setAbortFlag(&aborted_);
 }
 
@@ -656,7 +657,13 @@ Status Communicator::resolveAlgorithm(Task& task) {
   task.spec.links = &agreed_links_;
   task.spec.host_steps = host_stage_ != nullptr;
   if (choose) {
+    // Ranks of one host meet through a network transport when none of this rank's transports shares memory
+    // (MEGASCALE_TRANSPORT=tcp): the chooser prices their link as the network's.
+    LinkCosts priced = agreed_links_;
+    if (!shares_host_memory_) priced.local = priced.network;
+    task.spec.links = &priced;
     task.spec.algorithm = chooseAlgorithm(task.spec, dtypeSize(task.type));
+    task.spec.links = &agreed_links_;
     task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
   }
   return Status::ok();
@@ -775,7 +782,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   };
   ChildLinks child_links = nextChild(options);
   std::unique_ptr<node::Region> region;
-  if (sharesHostMemory(transport_names_) && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
+  if (shares_host_memory_ && options_.node_engine && color != MSC_SPLIT_NOCOLOR) region = node::Region::create(-1, options_.node.slot_bytes);
   Entry mine{color, key, {}, hostKey(), LinkReport::of(options_.link_costs.network)};
   if (region) mine.region = region->identity();
   std::vector<Entry> all(nranks_);
@@ -844,7 +851,7 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
   const bool all_local = options_.local_size == nranks_ || (comm->layout_ && comm->layout_->hosts() == 1);
   comm->options_.local_size = all_local ? group.count : -1;  // else its layout is exchanged at first need
   comm->options_.local_rank = all_local ? new_rank : -1;
-  if (sharesHostMemory(transport_names_) && options_.node_engine && group.count > 1) {
+  if (shares_host_memory_ && options_.node_engine && group.count > 1) {
     auto region = node::Region::create(-1, options_.node.slot_bytes);
     char group_hex[9];
     std::snprintf(group_hex, sizeof(group_hex), "%08x", comm->links_->group());

@@ -296,6 +296,7 @@ class Communicator {
   std::unique_ptr<HostStage> host_stage_;  // set under queue_mutex_ (abort() reaches it from any thread)
   LinkCosts agreed_links_;  // with layout_: the slowest network any rank reported, so every rank chooses alike
   std::vector<std::string> transport_names_;  // best first
+  bool shares_host_memory_ = false;  // one of them moves bytes through memory this host's ranks share (shm)
 
   // Lock order: queue_mutex_ before a Work's own mutex (abort finishes queued Work under it); never reverse.
   mutable std::mutex queue_mutex_;

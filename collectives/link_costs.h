@@ -19,10 +19,12 @@ struct LinkCost {
   double transfer(double bytes) const { return latency_s + bytes / bytes_per_s; }
 };
 
-/// The links of a job: inside a host (shared memory) and between hosts (one NIC per rank).
+/// The links of a job: inside a host (shared memory) and between hosts (one NIC per rank); and a rank's own
+/// memory, where a schedule's local copies run.
 struct LinkCosts {
   LinkCost local{1e-6, 10e9, 0.2e-6};     // shm: a few microseconds per hand-off, memory-copy rate
   LinkCost network{20e-6, 1.25e9, 2e-6};  // 10 Gbit/s TCP, as the tcp transport reports itself; a send() each
+  LinkCost memory{1e-6, 10e9, 0};         // a copy step: the executor's hand-off (about a local message's), memcpy
 };
 
 /// One rank's network link as it travels in an exchange: the ranks of a communicator must choose the same

@@ -88,10 +88,11 @@ Schedule bruckAllToAll(const ScheduleSpec& spec) {
 }
 
 // A round per power of two below n, each one message of the moving slots; plus the copies (the rotation, packing
-// and unpacking, the final placement) at the local link's rate, each a hand-off through the executor priced as a
-// local message's latency. Measured on a 2-core VM (bench/algorithm_compare.py): over tcp Bruck beat pairwise at
-// 4 and 8 ranks from 0 to 32 KiB (0.58-0.94x); over shared memory, where a message costs about what a copy does,
-// pairwise won (Bruck 0.9-2.0x), and so does the model.
+// and unpacking, the final placement) in the rank's memory, each a hand-off through the executor. Measured on a
+// 2-core VM (bench/algorithm_compare.py): over tcp Bruck beat pairwise at 4 and 8 ranks from 0 to 32 KiB
+// (0.58-0.94x the time); over shared memory, where a message costs about what a copy does, pairwise won (Bruck
+// 0.9-2.0x), and so does the model. On one host over sockets (no shared-memory transport) the communicator
+// prices the local link as the network's, so the model takes Bruck there as across hosts.
 double bruckAllToAllSeconds(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
   const int n = shape.ranks;
   const double block = static_cast<double>(count * dtype_size);
@@ -104,7 +105,7 @@ double bruckAllToAllSeconds(const ClusterShape& shape, const LinkCosts& links, s
     copied += (runs.size() > 1 ? 2 : 1) * moving;
     copies += static_cast<double>(runs.size() > 1 ? 2 * runs.size() : runs.size());
   }
-  return seconds + copied / links.local.bytes_per_s + copies * links.local.latency_s;
+  return seconds + copies * links.memory.latency_s + copied / links.memory.bytes_per_s;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -252,6 +253,41 @@ TEST(FlightRecorder, CommunicatorsRecordTheirOperationsAndATimeoutDumpsThem) {
   ASSERT_NE(theirs, nullptr);
   EXPECT_EQ(theirs->collectives, 1u) << "rank 1 never issued the second all-reduce";
   std::filesystem::remove_all(dir);
+}
+
+// The record shows the algorithm each operation ran, as chosen when it started: an all-to-all of one float on
+// 8 ranks of one host takes pairwise over shared memory, where a message costs about what Bruck's packing copies
+// do, and Bruck over sockets (MEGASCALE_TRANSPORT=tcp), where the chooser prices the ranks' link as the network's.
+TEST(FlightRecorder, RecordsTheAlgorithmChosenOnTheTransportInUse) {
+  for (const auto& [transport, expected] : {std::pair{"shm", "pairwise"}, std::pair{"tcp", "bruck"}}) {
+    test_support::LocalJob job;
+    CommunicatorOptions options;
+    options.transport = transport;
+    options.flight_recorder = true;
+    const std::string name = std::string("a2a") + transport;
+    std::vector<std::thread> ranks;
+    std::atomic<int> failures{0};
+    for (int r = 0; r < 8; ++r) {
+      ranks.emplace_back([&, r] {
+        auto comm = Communicator::create(job.id, r, 8, options);
+        comm->setName(name);
+        std::vector<float> in(8, static_cast<float>(r)), out(8);
+        if (!comm->allToAll(in.data(), out.data(), 1, mscFloat32)->wait(20s).isOk()) ++failures;
+        for (int from = 0; from < 8; ++from) failures += out[static_cast<size_t>(from)] != static_cast<float>(from);
+        if (r == 0) {
+          const RankRecord record = Recorder::process().snapshot("test");
+          const GroupRecord* g = findGroup(record, name, 0);
+          if (g == nullptr || g->ops.size() != 1 || g->ops[0].algorithm != expected) {
+            std::fprintf(stderr, "%s: expected %s, recorded %s\n", transport, expected,
+                         g == nullptr || g->ops.empty() ? "nothing" : g->ops[0].algorithm.c_str());
+            ++failures;
+          }
+        }
+      });
+    }
+    for (auto& t : ranks) t.join();
+    EXPECT_EQ(failures.load(), 0) << transport;
+  }
 }
 
 TEST(FlightRecorder, SigusrOneDumpsTheRecord) {
