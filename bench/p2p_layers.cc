@@ -36,8 +36,8 @@ class TransportLayer : public P2pLayer {
   }
   std::string name() const override { return "transport"; }
   std::string description() const override {
-    const std::string lanes = name_ == "tcp"       ? std::to_string(options_.sockets_per_comm) + " socket(s) per comm, "
-                              : name_ == "ibverbs" ? std::to_string(options_.ib_qps_per_connection) +
+    const std::string lanes = name_ == "tcp"       ? std::to_string(options_.tcp.sockets_per_comm) + " socket(s) per comm, "
+                              : name_ == "ibverbs" ? std::to_string(options_.ib.qps_per_connection) +
                                                          " queue pair(s) per connection" +
                                                          (options_.device_memory_receives ? ", no eager sends" : "") +
                                                          ", "

@@ -189,7 +189,7 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   options.transport_options.secret = secret;
   // The rank's listeners are polled for as long as its communicators live (ListenerHub), so a connection may
   // start with one socket and add its stripes at its first large message.
-  options.transport_options.lazy_stripes = true;
+  options.transport_options.tcp.lazy_stripes = true;
   options.node.timeout = options.timeout;
   if (options.transport_options.bind_address.empty()) options.transport_options.bind_address = "127.0.0.1";
   const bool all_local = options.local_size == nranks;

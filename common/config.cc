@@ -11,30 +11,15 @@ extern char** environ;
 
 namespace megascale::config {
 
-const std::vector<Knob>& knobs() {
-  static const std::vector<Knob> table = {
+namespace {
+
+std::vector<Knob>& registry() {
+  static std::vector<Knob> table = {
       {"MEGASCALE_TIMEOUT_MS", Type::kInt, "300000", "ms", "core",
        "deadline of every blocking wait: store, connect, collective"},
       {"MEGASCALE_DEBUG", Type::kInt, "0", "level", "core", "log level: 0 warn, 1 info, 2 debug, 3 trace (a timeline line per schedule phase)"},
       {"MEGASCALE_TRANSPORT", Type::kString, "auto", "", "transport",
        "auto (per peer: shm on the same host, else the network transport), or one transport for every peer it reaches: shm, tcp, ucx, ibverbs (ib); the NCCL plugin takes the network one"},
-      {"MEGASCALE_IB_HCA", Type::kString, "", "", "transport",
-       "ibverbs: the RDMA device, NCCL_IB_HCA syntax for one device (a name prefix, or =exact); default: the first with an active port"},
-      {"MEGASCALE_IB_GID_INDEX", Type::kInt, "-1", "", "transport",
-       "ibverbs: the GID index (NCCL_IB_GID_INDEX); -1: the first IPv4-mapped GID (RoCEv2)"},
-      {"MEGASCALE_IB_QPS_PER_CONNECTION", Type::kInt, "2", "queue pairs", "transport",
-       "ibverbs: queue pairs per connection, 1..16 (NCCL_IB_QPS_PER_CONNECTION); each message is striped over all of them, each a UDP flow of its own for ECMP"},
-      {"MEGASCALE_IB_TC", Type::kInt, "-1", "", "transport",
-       "ibverbs: the GRH traffic class, DSCP << 2 (NCCL_IB_TC); -1: the communicator's traffic class, else 0"},
-      {"MEGASCALE_IB_SL", Type::kInt, "0", "", "transport", "ibverbs: the service level (NCCL_IB_SL)"},
-      {"MEGASCALE_IB_FLAP_MS", Type::kInt, "10000", "ms", "transport",
-       "ibverbs: the link outage queue pairs ride out (MegaScale: flaps last seconds); sets the default MEGASCALE_IB_TIMEOUT"},
-      {"MEGASCALE_IB_TIMEOUT", Type::kInt, "-1", "", "transport",
-       "ibverbs: the QP's local ACK timeout, 4.096 us x 2^value per try, 1..31 (NCCL_IB_TIMEOUT); -1: the smallest whose MEGASCALE_IB_RETRY_CNT+1 tries cover MEGASCALE_IB_FLAP_MS"},
-      {"MEGASCALE_IB_RETRY_CNT", Type::kInt, "7", "", "transport", "ibverbs: retries after a timeout, 0..7 (NCCL_IB_RETRY_CNT)"},
-      {"MEGASCALE_TCP_SOCKETS", Type::kInt, "2", "sockets", "transport", "TCP sockets per connection (a communicator opens the first at connect, the others at the first large message)"},
-      {"MEGASCALE_TCP_STRIPE_MIN", Type::kInt, "262144", "bytes",
-       "transport", "messages at least this large are striped over all sockets of a connection"},
       {"MEGASCALE_TCP_IFADDR", Type::kString, "", "", "transport",
        "IPv4 address to listen on (default: the store's interface, else 127.0.0.1)"},
       {"MEGASCALE_NET_IF", Type::kString, "", "", "transport",
@@ -45,7 +30,6 @@ const std::vector<Knob>& knobs() {
        "on a host whose NICs look like rails (several, each on a subnet of its own, same speed), local rank l listens on rail l mod rails (0: the interface routed toward the store)"},
       {"MEGASCALE_TOPO_FILE", Type::kString, "", "", "topology",
        "the cluster's switch tree in Slurm topology.conf syntax (SwitchName=... Nodes=... / Switches=...)"},
-      {"MEGASCALE_SHM_RING_BYTES", Type::kInt, "4194304", "bytes", "transport", "shared-memory ring size"},
       {"MEGASCALE_ALGO", Type::kString, "auto", "", "collectives",
        "algorithms asked for: NAME for every collective it implements, or COLLECTIVE:NAME entries (alltoall:bruck,allreduce:dbtree); auto, ring, pring (pipelined ring; all-reduce), rhd (recursive halving-doubling; all-reduce), direct (all-reduce), dbtree (double binary tree; all-reduce), hier (hierarchical across hosts: all-reduce, all-gather, reduce-scatter), tree (broadcast, reduce), pairwise or bruck (all-to-all), dissemination (barrier)"},
       {"MEGASCALE_NET_MBPS", Type::kInt, "0", "Mbit/s", "collectives",
@@ -114,6 +98,14 @@ const std::vector<Knob>& knobs() {
        "per communicator"},
   };
   return table;
+}
+
+}  // namespace
+
+const std::vector<Knob>& knobs() { return registry(); }
+
+KnobRegistration::KnobRegistration(std::initializer_list<Knob> rows) {
+  registry().insert(registry().end(), rows.begin(), rows.end());
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,15 @@ struct Knob {
   const char* help;
 };
 
-/// Every knob the project reads. Adding a knob means adding a row here.
+/// Every knob the project reads: the rows of config.cc, and those a layer above registers for itself (a
+/// transport's, in its own folder).
 const std::vector<Knob>& knobs();
+
+/// A namespace-scope object of a layer above that adds its knob rows to the registry at static initialization,
+/// before any is read: `const config::KnobRegistration kTcpKnobs{{"MEGASCALE_TCP_SOCKETS", ...}};`.
+struct KnobRegistration {
+  KnobRegistration(std::initializer_list<Knob> rows);
+};
 
 /// Value from the environment or the default. Throws Error(kInvalidArgument) on a malformed value, naming it.
 int64_t getInt(const char* name);

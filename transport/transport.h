@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "common/status.h"
+#include "transport/ibverbs/ib_options.h"
+#include "transport/shm/shm_options.h"
+#include "transport/tcp/tcp_options.h"
 
 namespace megascale::transport {
 
@@ -173,30 +176,18 @@ class Transport {
   }
 };
 
+/// What every transport takes, and each transport's own options, declared in its folder with its knobs.
 struct TransportOptions {
   std::string secret;            // job secret every connection proves (common/auth.h)
-  std::string bind_address;      // tcp: IPv4 address to listen on
-  int sockets_per_comm = 2;      // tcp
-  // tcp: a comm connects with one socket and dials the others at its first message of stripe_min_bytes. Only
-  // for listeners that are polled for as long as their comms live (a communicator's are); NCCL closes its own.
-  bool lazy_stripes = false;
-  size_t stripe_min_bytes = 256 * 1024;  // tcp
-  size_t shm_ring_bytes = 4 << 20;       // shm
+  std::string bind_address;      // IPv4 address to listen on (tcp; the out-of-band link of ucx and ibverbs)
   int handshake_timeout_ms = 30000;
-  int traffic_class = -1;        // tcp: IP_TOS (DSCP << 2) on every socket; -1 leaves the system default
-  int dead_peer_timeout_ms = 0;  // tcp: a peer silent this long is lost (TCP_USER_TIMEOUT, keepalive); 0: system's
-  // ibverbs (MEGASCALE_IB_*): which device and GID, queue pairs per connection, the GRH's traffic class and
-  // service level, and the retransmission timeout and retry count (4.096 us x 2^timeout a try).
-  std::string ib_hca;
-  int ib_gid_index = -1;
-  int ib_qps_per_connection = 2;
-  int ib_traffic_class = 0;
-  int ib_service_level = 0;
-  int ib_timeout = 19;
-  int ib_retry_cnt = 7;
+  int traffic_class = -1;        // IP_TOS (DSCP << 2) on every socket; ibverbs' GRH by default; -1: the system's
   // Receives may land in device memory (the NCCL plugin with GPU memory support): ibverbs then sends nothing
   // eagerly into host bounce buffers, since no CPU copy may touch the receiver's buffer.
   bool device_memory_receives = false;
+  TcpOptions tcp;
+  ShmOptions shm;
+  IbOptions ib;
 };
 
 /// Whether a transport with these properties can be handed device memory by the NCCL plugin's caller: the

@@ -157,7 +157,7 @@ size_t socketBufferMax(const char* sysctl_path) {
 
 // Far more than the socket buffers of a comm can hold once the kernel has grown them (2 x 32 MiB receive buffers
 // on Debian's defaults): a send of it cannot finish while its receiver is stalled.
-const size_t kBigMessage = 2 * transport::TransportOptions{}.sockets_per_comm *
+const size_t kBigMessage = 2 * transport::TransportOptions{}.tcp.sockets_per_comm *
                                (socketBufferMax("/proc/sys/net/ipv4/tcp_rmem") +
                                 socketBufferMax("/proc/sys/net/ipv4/tcp_wmem")) +
                            (size_t{64} << 20);

@@ -107,8 +107,8 @@ class IbConnector : public Connector {
 // Which device and GID the transport's options (MEGASCALE_IB_HCA, MEGASCALE_IB_GID_INDEX) pick.
 IbSettings deviceSettings(const TransportOptions& options) {
   IbSettings settings;
-  settings.hca = options.ib_hca;
-  settings.gid_index = options.ib_gid_index;
+  settings.hca = options.ib.hca;
+  settings.gid_index = options.ib.gid_index;
   return settings;
 }
 
@@ -116,13 +116,13 @@ IbSettings deviceSettings(const TransportOptions& options) {
 
 IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
   device_ = IbDevice::shared(deviceSettings(options));
-  qp_settings_.qps = options.ib_qps_per_connection;
-  qp_settings_.traffic_class = options.ib_traffic_class >= 0 ? options.ib_traffic_class
+  qp_settings_.qps = options.ib.qps_per_connection;
+  qp_settings_.traffic_class = options.ib.traffic_class >= 0 ? options.ib.traffic_class
                                : options.traffic_class >= 0  ? options.traffic_class
                                                              : 0;
-  qp_settings_.service_level = options.ib_service_level;
-  qp_settings_.timeout = static_cast<uint8_t>(options.ib_timeout);
-  qp_settings_.retry_cnt = static_cast<uint8_t>(options.ib_retry_cnt);
+  qp_settings_.service_level = options.ib.service_level;
+  qp_settings_.timeout = static_cast<uint8_t>(options.ib.timeout);
+  qp_settings_.retry_cnt = static_cast<uint8_t>(options.ib.retry_cnt);
   properties_.name = "ibverbs";
   properties_.speed_gbps = device_->speedGbps();
   properties_.latency_us = 2;

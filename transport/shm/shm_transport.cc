@@ -215,7 +215,7 @@ class ShmConnector : public Connector {
     if (!authenticated) return Status::ok();
     // Let the receiver read our memory directly (Yama may otherwise allow only ancestors).
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-    uint64_t capacity = roundUpToPowerOfTwo(options_.shm_ring_bytes);
+    uint64_t capacity = roundUpToPowerOfTwo(options_.shm.ring_bytes);
     size_t size = shm::Ring::mappingSize(capacity);
     Fd ring_fd(memfd_create("megascale-ring", MFD_CLOEXEC));
     if (!ring_fd.valid() || ftruncate(ring_fd.get(), static_cast<off_t>(size)) != 0) {

@@ -7,7 +7,7 @@ namespace megascale::transport {
 TcpDial::TcpDial(const TransportOptions& options, const sockaddr_in& addr, const tcp_wire::HelloInfo& hello)
     : addr_(addr),
       traffic_class_(options.traffic_class),
-      dead_peer_timeout_ms_(options.dead_peer_timeout_ms),
+      dead_peer_timeout_ms_(options.tcp.dead_peer_timeout_ms),
       auth_(AuthSession::Role::kClient, options.secret, tcp_wire::encodeHello(hello)) {}
 
 Status TcpDial::poll(bool* done) {

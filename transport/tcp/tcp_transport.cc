@@ -34,7 +34,7 @@ class TcpListener : public Listener {
     // fewer per connection, and a rank's first connection is a good part of a job's start.
     setNoDelay(fd_.get());
     setTrafficClass(fd_.get(), options_.traffic_class);
-    setDeadPeerTimeout(fd_.get(), options_.dead_peer_timeout_ms);
+    setDeadPeerTimeout(fd_.get(), options_.tcp.dead_peer_timeout_ms);
     address_ = Address::fromString(kAddressPrefix + formatAddress(bound));
   }
 
@@ -192,8 +192,8 @@ class TcpConnector : public Connector {
       : options_(options), addr_(addr), local_id_(local_id),
         deadline_(deadlineAfter(std::chrono::milliseconds(options.handshake_timeout_ms))) {
     randomBytes(&token_, sizeof(token_));
-    sockets_ = std::clamp(options.sockets_per_comm, 1, tcp_wire::kMaxSockets);
-    lazy_ = options.lazy_stripes && sockets_ > 1;
+    sockets_ = std::clamp(options.tcp.sockets_per_comm, 1, tcp_wire::kMaxSockets);
+    lazy_ = options.tcp.lazy_stripes && sockets_ > 1;
     const int now = lazy_ ? 1 : sockets_;
     for (int i = 0; i < now; ++i) {
       tcp_wire::HelloInfo hello{local_id, token_, static_cast<uint16_t>(i), static_cast<uint16_t>(sockets_),
@@ -215,7 +215,7 @@ class TcpConnector : public Connector {
       for (TcpDial& d : dials_) fds.push_back(d.release());
       std::optional<TcpSendComm::LaterStripes> later;
       if (lazy_) later = TcpSendComm::LaterStripes{options_, addr_, local_id_, token_, sockets_};
-      *comm = std::make_unique<TcpSendComm>(std::move(fds), options_.stripe_min_bytes, formatAddress(addr_), std::move(later));
+      *comm = std::make_unique<TcpSendComm>(std::move(fds), options_.tcp.stripe_min_bytes, formatAddress(addr_), std::move(later));
       return Status::ok();
     }
     if (Clock::now() > deadline_) {

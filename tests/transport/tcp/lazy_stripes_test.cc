@@ -20,9 +20,9 @@ using namespace std::chrono_literals;
 TransportOptions lazyOptions(int sockets) {
   TransportOptions o;
   o.secret = "job-secret";
-  o.sockets_per_comm = sockets;
-  o.stripe_min_bytes = 64 << 10;
-  o.lazy_stripes = true;
+  o.tcp.sockets_per_comm = sockets;
+  o.tcp.stripe_min_bytes = 64 << 10;
+  o.tcp.lazy_stripes = true;
   o.handshake_timeout_ms = 5000;
   return o;
 }
@@ -144,7 +144,7 @@ TEST(LazyStripes, WithoutAPolledListenerTheCommCarriesOnWithOneSocket) {
 
 TEST(LazyStripes, EagerConnectionsStillOpenEverySocketAtOnce) {
   TransportOptions o = lazyOptions(2);
-  o.lazy_stripes = false;
+  o.tcp.lazy_stripes = false;
   TcpTransport transport(o);
   Connected c = connect(transport);
   ASSERT_TRUE(c.send && c.recv);

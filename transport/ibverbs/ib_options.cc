@@ -1,0 +1,42 @@
+#include "transport/ibverbs/ib_options.h"
+
+#include "transport/ibverbs/verbs_timeouts.h"
+#include "transport/knob_values.h"
+
+namespace megascale::transport {
+
+namespace {
+
+const config::KnobRegistration kIbKnobs{
+      {"MEGASCALE_IB_HCA", config::Type::kString, "", "", "transport",
+       "ibverbs: the RDMA device, NCCL_IB_HCA syntax for one device (a name prefix, or =exact); default: the first with an active port"},
+      {"MEGASCALE_IB_GID_INDEX", config::Type::kInt, "-1", "", "transport",
+       "ibverbs: the GID index (NCCL_IB_GID_INDEX); -1: the first IPv4-mapped GID (RoCEv2)"},
+      {"MEGASCALE_IB_QPS_PER_CONNECTION", config::Type::kInt, "2", "queue pairs", "transport",
+       "ibverbs: queue pairs per connection, 1..16 (NCCL_IB_QPS_PER_CONNECTION); each message is striped over all of them, each a UDP flow of its own for ECMP"},
+      {"MEGASCALE_IB_TC", config::Type::kInt, "-1", "", "transport",
+       "ibverbs: the GRH traffic class, DSCP << 2 (NCCL_IB_TC); -1: the communicator's traffic class, else 0"},
+      {"MEGASCALE_IB_SL", config::Type::kInt, "0", "", "transport", "ibverbs: the service level (NCCL_IB_SL)"},
+      {"MEGASCALE_IB_FLAP_MS", config::Type::kInt, "10000", "ms", "transport",
+       "ibverbs: the link outage queue pairs ride out (MegaScale: flaps last seconds); sets the default MEGASCALE_IB_TIMEOUT"},
+      {"MEGASCALE_IB_TIMEOUT", config::Type::kInt, "-1", "", "transport",
+       "ibverbs: the QP's local ACK timeout, 4.096 us x 2^value per try, 1..31 (NCCL_IB_TIMEOUT); -1: the smallest whose MEGASCALE_IB_RETRY_CNT+1 tries cover MEGASCALE_IB_FLAP_MS"},
+      {"MEGASCALE_IB_RETRY_CNT", config::Type::kInt, "7", "", "transport", "ibverbs: retries after a timeout, 0..7 (NCCL_IB_RETRY_CNT)"}};
+
+}  // namespace
+
+IbOptions ibOptionsFromConfig() {
+  IbOptions o;
+  o.hca = config::getString("MEGASCALE_IB_HCA");
+  o.gid_index = static_cast<int>(knobInRange("MEGASCALE_IB_GID_INDEX", -1, 255));
+  o.qps_per_connection = static_cast<int>(knobInRange("MEGASCALE_IB_QPS_PER_CONNECTION", 1, 16));
+  o.traffic_class = static_cast<int>(knobInRange("MEGASCALE_IB_TC", -1, 255));
+  o.service_level = static_cast<int>(knobInRange("MEGASCALE_IB_SL", 0, 15));
+  o.retry_cnt = static_cast<int>(knobInRange("MEGASCALE_IB_RETRY_CNT", 0, 7));
+  const int64_t flap_ms = knobInRange("MEGASCALE_IB_FLAP_MS", 1, int64_t{1} << 40);
+  o.timeout = static_cast<int>(knobInRange("MEGASCALE_IB_TIMEOUT", -1, 31));
+  if (o.timeout < 0) o.timeout = verbsRetryFor(flap_ms * kMillisecond, static_cast<uint8_t>(o.retry_cnt)).timeout;
+  return o;
+}
+
+}  // namespace megascale::transport
