@@ -1,6 +1,7 @@
 #include "collectives/algorithm_choice.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdint>
 
@@ -69,13 +70,12 @@ AlgorithmRequest parseAlgorithmRequest(const std::string& text) {
     if (entry.empty()) continue;
     const size_t colon = entry.find(':');
     const std::string name = trimmed(colon == std::string::npos ? entry : entry.substr(colon + 1));
-    const algorithms::AlgorithmRow* row = algorithms::rowNamed(name);
-    if (row == nullptr && name != "auto") refuse(text, entry, "unknown algorithm '" + name + "' (known: " + allNames() + ")");
+    Algorithm id;
+    if (!parseAlgorithm(name, &id)) refuse(text, entry, "unknown algorithm '" + name + "' (known: " + allNames() + ")");
+    const algorithms::AlgorithmRow* row = algorithms::rowOf(id);  // null for auto
     if (colon == std::string::npos) {
       for (size_t c = 0; c < kCollectiveCount; ++c) {
-        if (row == nullptr || row->implements(static_cast<Collective>(c))) {
-          request.by_collective[c] = row != nullptr ? row->id : Algorithm::kAuto;
-        }
+        if (row == nullptr || row->implements(static_cast<Collective>(c))) request.by_collective[c] = id;
       }
       continue;
     }
@@ -90,7 +90,7 @@ AlgorithmRequest parseAlgorithmRequest(const std::string& text) {
       refuse(text, entry, std::string(name) + " does not implement " + collectiveName(c) + " (these do: " +
                               algorithms::namesImplementing(c) + ")");
     }
-    request.by_collective[which] = row != nullptr ? row->id : Algorithm::kAuto;
+    request.by_collective[which] = id;
   }
   return request;
 }
@@ -117,11 +117,21 @@ Algorithm chooseAlgorithm(const ScheduleSpec& spec, size_t dtype_size) {
 }
 
 bool choiceNeedsHostLayout(Collective collective) {
-  if (collective == Collective::kAllReduce) return true;  // the tuning table is per shape
-  for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
-    if (row->implements(collective) && (row->priced(collective) || row->preferred_from_bytes != SIZE_MAX)) return true;
-  }
-  return false;
+  // Asked per operation; the rows do not change, so the answer per collective is worked out once.
+  static const std::array<bool, kCollectiveCount> needs = [] {
+    std::array<bool, kCollectiveCount> table{};
+    table[static_cast<size_t>(Collective::kAllReduce)] = true;  // the tuning table is per shape
+    for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
+      for (size_t c = 0; c < kCollectiveCount; ++c) {
+        const Collective collective = static_cast<Collective>(c);
+        if (row->implements(collective) && (row->priced(collective) || row->preferred_from_bytes != SIZE_MAX)) {
+          table[c] = true;
+        }
+      }
+    }
+    return table;
+  }();
+  return needs[static_cast<size_t>(collective)];
 }
 
 }  // namespace megascale

@@ -281,7 +281,6 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   bool rooted = c == Collective::kBroadcast || c == Collective::kReduce;
   validate(collectiveName(c), in, out, count, type, op, root, reduction, rooted);
   ScheduleSpec spec{c, Algorithm::kAuto, count, rank_, nranks_, root, false};
-  spec.links = &options_.link_costs;
   size_t es = dtypeSize(type);
   // NCCL's in-place conventions.
   const uint8_t* in_bytes = static_cast<const uint8_t*>(in);
@@ -654,18 +653,16 @@ Status Communicator::resolveAlgorithm(Task& task) {
   if (needsHostLayout(task)) MSC_RETURN_IF_ERROR(ensureHostLayout());
   if (!choose && task.spec.algorithm != Algorithm::kHierarchical) return Status::ok();
   task.spec.hosts = layout_.get();
-  task.spec.links = &agreed_links_;
   task.spec.host_steps = host_stage_ != nullptr;
-  if (choose) {
-    // Ranks of one host meet through a network transport when none of this rank's transports shares memory
-    // (MEGASCALE_TRANSPORT=tcp): the chooser prices their link as the network's.
-    LinkCosts priced = agreed_links_;
-    if (!shares_host_memory_) priced.local = priced.network;
-    task.spec.links = &priced;
-    task.spec.algorithm = chooseAlgorithm(task.spec, dtypeSize(task.type));
-    task.spec.links = &agreed_links_;
-    task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
-  }
+  if (!choose) return Status::ok();
+  // Ranks of one host meet through a network transport when none of this rank's transports shares memory
+  // (MEGASCALE_TRANSPORT=tcp): the chooser prices their link as the network's. Only the choice reads the links.
+  LinkCosts priced = agreed_links_;
+  if (!shares_host_memory_) priced.local = priced.network;
+  task.spec.links = &priced;
+  task.spec.algorithm = chooseAlgorithm(task.spec, dtypeSize(task.type));
+  task.spec.links = nullptr;
+  task.tag = collectiveTag(task.seq, task.spec, task.type, task.op);
   return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 // the cost model's prices and peer counts) reads the rows.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
@@ -69,5 +70,7 @@ struct AlgorithmRow {
 int largestPowerOfTwoAtMost(int n);
 /// ceil(log2 n) for n >= 1: the rounds of the dissemination and Bruck patterns.
 int log2Ceiling(int n);
+/// The peers of a pattern whose round k pairs rank r with r + 2^k and r - 2^k (dissemination, Bruck): two a round.
+inline int doublingDistancePeers(int nranks) { return std::min(nranks - 1, 2 * log2Ceiling(nranks)); }
 
 }  // namespace megascale::algorithms

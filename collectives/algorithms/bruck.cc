@@ -90,7 +90,7 @@ Schedule bruckAllToAll(const ScheduleSpec& spec) {
 // A round per power of two below n, each one message of the moving slots; plus the copies (the rotation, packing
 // and unpacking, the final placement) in the rank's memory, each a hand-off through the executor. Measured on a
 // 2-core VM (bench/algorithm_compare.py): over tcp Bruck beat pairwise at 4 and 8 ranks from 0 to 32 KiB
-// (0.58-0.94x the time); over shared memory, where a message costs about what a copy does, pairwise won (Bruck
+// (0.48-0.87x the time); over shared memory, where a message costs about what a copy does, pairwise won (Bruck
 // 0.9-2.0x), and so does the model. On one host over sockets (no shared-memory transport) the communicator
 // prices the local link as the network's, so the model takes Bruck there as across hosts.
 double bruckAllToAllSeconds(const ClusterShape& shape, const LinkCosts& links, size_t count, size_t dtype_size) {
@@ -116,7 +116,7 @@ const AlgorithmRow& bruckRow() {
       .name = "bruck",
       .builders = byCollective<Builder>({{Collective::kAllToAll, bruckAllToAll}}),
       .costs = byCollective<CostFunction>({{Collective::kAllToAll, bruckAllToAllSeconds}}),
-      .peers = [](int nranks) { return std::min(nranks - 1, 2 * log2Ceiling(nranks)); }};
+      .peers = doublingDistancePeers};
   return row;
 }
 

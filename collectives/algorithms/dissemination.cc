@@ -1,7 +1,5 @@
 // Dissemination barrier: in round k each rank signals rank+2^k and waits for rank-2^k. After ceil(log2 n)
 // rounds every rank has transitively heard from every other, so none leaves before all have arrived.
-#include <algorithm>
-
 #include "collectives/algorithms/algorithms.h"
 
 namespace megascale::algorithms {
@@ -17,8 +15,6 @@ Schedule disseminationBarrier(const ScheduleSpec& spec) {
   return s;
 }
 
-int disseminationPeers(int nranks) { return std::min(nranks - 1, 2 * log2Ceiling(nranks)); }
-
 }  // namespace
 
 const AlgorithmRow& disseminationRow() {
@@ -27,7 +23,7 @@ const AlgorithmRow& disseminationRow() {
       .name = "dissemination",
       .builders = byCollective<Builder>({{Collective::kBarrier, disseminationBarrier}}),
       .default_for = collectiveBit(Collective::kBarrier),
-      .peers = disseminationPeers};
+      .peers = doublingDistancePeers};
   return row;
 }
 
