@@ -8,19 +8,24 @@
 
 namespace megascale::kernels {
 
-bool cpuSupports(const KernelTable& table) {
+bool cpuSupports(const char* isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (std::strcmp(table.isa, "avx512") == 0) {
+  if (std::strcmp(isa, "avx512") == 0) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   }
-  if (std::strcmp(table.isa, "avx2") == 0) {
+  if (std::strcmp(isa, "avx2") == 0) {
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   }
 #endif
-  return std::strcmp(table.isa, "scalar") == 0;
+  return std::strcmp(isa, "scalar") == 0;
 }
+
+// Checked here, in code built for any x86-64: an AMD EPYC without AVX-512 died of SIGILL inside the avx512
+// file's table construction before the old check could run.
+const KernelTable* avx2Table() { return cpuSupports("avx2") ? avx2TableUnchecked() : nullptr; }
+const KernelTable* avx512Table() { return cpuSupports("avx512") ? avx512TableUnchecked() : nullptr; }
 
 namespace {
 

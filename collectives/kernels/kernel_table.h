@@ -21,12 +21,17 @@ struct KernelTable {
 };
 
 const KernelTable& scalarTable();
-/// Null when the build could not compile that instruction set.
+/// Null when the build could not compile that instruction set or this CPU cannot run it.
 const KernelTable* avx2Table();
 const KernelTable* avx512Table();
+/// The tables as their instruction-set files build them (null where the build could not): their construction
+/// runs that file's instructions (the compiler vectorizes it), so call them only on a CPU that supports them.
+const KernelTable* avx2TableUnchecked();
+const KernelTable* avx512TableUnchecked();
 
-/// Whether this CPU can run a table's instructions.
-bool cpuSupports(const KernelTable& table);
+/// Whether this CPU can run an instruction set's ("avx512", "avx2", "scalar") or a table's instructions.
+bool cpuSupports(const char* isa);
+inline bool cpuSupports(const KernelTable& table) { return cpuSupports(table.isa); }
 
 /// The table in use: the widest this CPU supports, unless MEGASCALE_KERNELS says otherwise.
 const KernelTable& activeTable();

@@ -3,7 +3,7 @@
 
 namespace megascale::kernels {
 
-const KernelTable* avx2Table() { return nullptr; }
-const KernelTable* avx512Table() { return nullptr; }
+const KernelTable* avx2TableUnchecked() { return nullptr; }
+const KernelTable* avx512TableUnchecked() { return nullptr; }
 
 }  // namespace megascale::kernels

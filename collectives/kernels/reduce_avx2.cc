@@ -14,7 +14,7 @@ namespace {
 #include "collectives/kernels/reduce_isa.inc"
 }  // namespace
 
-const KernelTable* avx2Table() {
+const KernelTable* avx2TableUnchecked() {
   static const KernelTable table = makeTable("avx2");
   return &table;
 }

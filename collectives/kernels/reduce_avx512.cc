@@ -14,7 +14,7 @@ namespace {
 #include "collectives/kernels/reduce_isa.inc"
 }  // namespace
 
-const KernelTable* avx512Table() {
+const KernelTable* avx512TableUnchecked() {
   static const KernelTable table = makeTable("avx512");
   return &table;
 }
