@@ -100,7 +100,9 @@ Algorithm chooseAlgorithm(const ScheduleSpec& spec, size_t dtype_size) {
   const Collective c = spec.collective;
   const size_t bytes = spec.count * dtype_size;
   const bool hierarchy_pays = spec.hosts != nullptr && spec.hosts->hierarchical();
+  const bool engine_serves_all = spec.host_steps && spec.hosts != nullptr && spec.hosts->hosts() == 1;
   for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
+    if (engine_serves_all && row->servesWholeHost(c)) return row->id;
     if (hierarchy_pays && row->implements(c) && bytes >= row->preferred_from_bytes) return row->id;
   }
   const ClusterShape shape = shapeOf(spec);
@@ -124,7 +126,8 @@ bool choiceNeedsHostLayout(Collective collective) {
     for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
       for (size_t c = 0; c < kCollectiveCount; ++c) {
         const Collective collective = static_cast<Collective>(c);
-        if (row->implements(collective) && (row->priced(collective) || row->preferred_from_bytes != SIZE_MAX)) {
+        if (row->implements(collective) && (row->priced(collective) || row->preferred_from_bytes != SIZE_MAX ||
+                                            row->servesWholeHost(collective))) {
           table[c] = true;
         }
       }

@@ -1,6 +1,6 @@
 // The one place an operation's algorithm is decided, once per operation, when it starts: an explicit request
-// (MEGASCALE_ALGO) where the algorithm implements the collective; otherwise a row whose size rule holds (the
-// hierarchy across hosts), the tuning table where it measured this shape, the cost model over the rows' prices,
+// (MEGASCALE_ALGO) where the algorithm implements the collective; otherwise the row that serves a one-host
+// communicator through its node engine, a row whose size rule holds (the hierarchy across hosts), the tuning table where it measured this shape, the cost model over the rows' prices,
 // and last the row that serves the collective by default.
 #pragma once
 

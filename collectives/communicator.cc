@@ -207,16 +207,14 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   auto links = std::make_unique<PeerLinks>(std::move(endpoints), rank, [book](int peer) { return book->lookup(peer); });
   links->setPrefetch([book](const std::vector<int>& peers) { book->prefetch(peers); });
   auto find_region = regionFinder(store, "world/node/", options.timeout);
-  std::unique_ptr<node::NodeEngine> node;
-  if (region && all_local) node = std::make_unique<node::NodeEngine>(rank, nranks, options.node, std::move(region), find_region);
   auto comm = std::shared_ptr<Communicator>(
-      new Communicator(rank, nranks, std::move(options), std::move(links), std::move(names), std::move(node)));
+      new Communicator(rank, nranks, std::move(options), std::move(links), std::move(names)));
   comm->pending_region_ = std::move(region);  // before any task reaches the worker
   comm->region_of_ = find_region;
   comm->store_ = store;
   comm->world_rank_of_ = [](int r) { return r; };
-  if (!all_local && block > 0) {  // the launcher's placement: the layout without an exchange
-    comm->layout_ = HostLayout::sharedBlocks(nranks / block, block);
+  if (all_local || block > 0) {  // one host, or the launcher's placement: the layout without an exchange
+    comm->layout_ = all_local ? HostLayout::sharedBlocks(1, nranks) : HostLayout::sharedBlocks(nranks / block, block);
     comm->agreed_links_.network = comm->options_.link_costs.network;
     comm->layout_at_creation_ = true;
     comm->setUpHostStage(std::move(comm->pending_region_), find_region);
@@ -224,17 +222,16 @@ std::shared_ptr<Communicator> Communicator::createOnStore(std::shared_ptr<Store>
   flight::Recorder::process().setWorldRank(rank);
   comm->startRecording();
   MSC_LOG_INFO("joined job %s as rank %d of %d over %s%s", job_label.c_str(), rank, nranks,
-               comm->transportName().c_str(), comm->node_ ? " (shared-memory collectives)" : "");
+               comm->transportName().c_str(), comm->servesWholeHost() ? " (shared-memory collectives)" : "");
   return comm;
 }
 
 Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
-                           std::vector<std::string> transport_names, std::unique_ptr<node::NodeEngine> node)
+                           std::vector<std::string> transport_names)
     : rank_(rank),
       nranks_(nranks),
       options_(std::move(options)),
       links_(std::move(links)),
-      node_(std::move(node)),
       transport_names_(std::move(transport_names)) {
   agreed_links_ = options_.link_costs;
   shares_host_memory_ = sharesHostMemory(transport_names_);
@@ -290,8 +287,6 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   else spec.in_place = in_bytes == out_bytes;
   spec.algorithm = options_.algorithms.of(c);  // a request; kAuto is chosen when the operation starts
   Task task;
-  // An explicit MEGASCALE_ALGO asks for that schedule, so it bypasses the node engine.
-  task.on_node = node_ != nullptr && node::NodeEngine::handles(c) && spec.algorithm == Algorithm::kAuto;
   task.spec = spec;
   task.in = in;
   task.out = out;
@@ -373,9 +368,9 @@ std::string Communicator::description() const {
   text += transportName();
   text += " algorithm: ";
   text += options_.algorithms.text;
-  text += node_ != nullptr ? " node-engine: on" : " node-engine: off";
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
+    text += host_stage_ || pending_region_ ? " node-engine: on" : " node-engine: off";
     if (host_stage_) text += " host-stage: " + host_stage_->describeHost();
   }
   const std::string peers = links_->peersByTransport();
@@ -452,8 +447,8 @@ std::string Communicator::Task::describe() const {
   Collective c = spec.collective;
   bool reduction = reduces(c);
   return std::string(collectiveName(c)) + " (" + std::to_string(spec.count) + " x " + dtypeName(type) +
-         (reduction ? std::string(" ") + opName(op) : "") + ", " +
-         (on_node ? "shared memory" : algorithmName(spec.algorithm)) + ") #" + std::to_string(seq);
+         (reduction ? std::string(" ") + opName(op) : "") + ", " + algorithmName(spec.algorithm) + ") #" +
+         std::to_string(seq);
 }
 
 std::shared_ptr<Work> Communicator::enqueue(Task task) {
@@ -478,21 +473,20 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
   }
   recordIssued(task, task.seq);
   heartbeat::reportIssued(packed_name_, task.seq, static_cast<uint32_t>(task.spec.collective));
-  // Small shared-memory collectives run right here when nothing is ahead of them: handing them to the
-  // worker and waking the caller again would cost more than the operation.
+  // Small collectives of a one-host communicator start right here when nothing is ahead of them: handing them
+  // to the worker and waking the caller again would cost more than the operation.
   size_t payload = task.spec.count * dtypeSize(task.type) *
                    (task.spec.collective == Collective::kAllReduce ? 1 : static_cast<size_t>(nranks_));
-  if (task.on_node && payload <= options_.inline_bytes && queue_.empty() && running_ == 0) {
+  if (servesWholeHost() && payload <= options_.inline_bytes && queue_.empty() && running_ == 0) {
     ++running_;
     lock.unlock();
     bool done = false;
-    Status status = runGuarded(task, &done);
+    Status status = guarded(task, [&] { return beginHere(task, &done); });
     if (done || !status.isOk()) {
       finishTask(task, status);
       return work;
     }
-    // Peers are slow: the worker finishes it, ahead of anything issued later.
-    task.resume = true;
+    // Peers are slow, or it is not the engine's alone: the worker runs it, ahead of anything issued later.
     lock.lock();
     startWorkerLocked();
     queue_.push_front(std::move(task));
@@ -552,17 +546,24 @@ void Communicator::workerLoop(std::stop_token stop) {
 }
 
 void Communicator::execute(Task& task, Status broken) {
-  finishTask(task, broken.isOk() ? runGuarded(task, nullptr) : brokenBy(task, broken));
+  finishTask(task, broken.isOk() ? guarded(task, [&] { return run(task); }) : brokenBy(task, broken));
 }
 
-node::NodeCall Communicator::nodeCall(Task& task) {
-  return node::NodeCall{task.spec.collective, task.in,  task.out, task.spec.count, task.type,
-                        task.op,              task.tag, &aborted_, [&task] { return task.describe(); }};
-}
-
-Status Communicator::runGuarded(Task& task, bool* done) {
-  if (task.on_node && !task.resume) flight_.started(task.record, flight::kNodeEngine);
-  return guarded(task, [&] { return done != nullptr ? node_->begin(nodeCall(task), done) : run(task); });
+// The small-message path: the operation's schedule, chosen and built as the worker would, and when it is the
+// node engine's collective alone, its start on this thread. *done false: the worker runs the schedule (and
+// finishes the engine call begun here).
+Status Communicator::beginHere(Task& task, bool* done) {
+  *done = false;
+  if (task.spec.collective == Collective::kSendRecv) return Status::ok();
+  MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
+  const algorithms::AlgorithmRow* row = algorithms::rowOf(task.spec.algorithm);
+  if (row == nullptr || !row->servesWholeHost(task.spec.collective)) return Status::ok();
+  const Schedule schedule = buildSchedule(task.spec);
+  if (!isLoneHostStep(schedule)) return Status::ok();
+  flight_.started(task.record, static_cast<uint8_t>(task.spec.algorithm));
+  task.started = true;
+  return beginLoneHostStep(schedule, task.in, task.out, task.type, task.op, task.tag, nranks_, *host_stage_,
+                           [&task] { return task.describe(); }, done);
 }
 
 Status Communicator::guarded(const Task& task, const std::function<Status()>& body) {
@@ -578,7 +579,6 @@ Status Communicator::guarded(const Task& task, const std::function<Status()>& bo
     status = Status(status.code(), status.message() + " [" + scope() + "]");
     MSC_LOG_WARN("%s", status.message().c_str());
     links_->closeAll();  // peers blocked on us fail now rather than at their timeout
-    if (node_) node_->markFailed();
   }
   return status;
 }
@@ -613,7 +613,6 @@ void Communicator::finishTask(Task& task, const Status& status) {
 }
 
 Status Communicator::run(Task& task) {
-  if (task.on_node) return task.resume ? node_->resume(nodeCall(task)) : node_->run(nodeCall(task));
   PreparedRun prepared;
   MSC_RETURN_IF_ERROR(prepareRun(task, false, &prepared));
   return runToEnd(*prepared.run);
@@ -621,7 +620,7 @@ Status Communicator::run(Task& task) {
 
 Status Communicator::prepareRun(Task& task, bool shared_driver, PreparedRun* out) {
   if (task.spec.collective != Collective::kSendRecv) MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
-  flight_.started(task.record, static_cast<uint8_t>(task.spec.algorithm));
+  if (!task.started) flight_.started(task.record, static_cast<uint8_t>(task.spec.algorithm));
   ExecutionContext ctx;
   ctx.waiting_for = flight_.waitingFor(task.record);
   ctx.rank = rank_;
@@ -724,7 +723,7 @@ void Communicator::finishLayoutExchange(const LayoutExchange& exchange) {
 
 void Communicator::setUpHostStage(std::unique_ptr<node::Region> region,
                                   const std::function<node::RegionIdentity(int)>& region_of) {
-  if (!region || !layout_ || layout_->hosts() < 2) return;
+  if (!region || !layout_) return;
   const std::vector<int>& host_ranks = layout_->ranks_of[static_cast<size_t>(layout_->host_of[static_cast<size_t>(rank_)])];
   if (host_ranks.size() < 2) return;
   const int local = layout_->local_of[static_cast<size_t>(rank_)];
@@ -802,13 +801,9 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Spli
   }
   const int new_size = static_cast<int>(members.size());
   auto comm = makeChild(child_links, new_rank, new_size, [members](int peer) { return members.at(static_cast<size_t>(peer)); });
-  // The child's node engine: over all its ranks when they share one host, else over its ranks on this host as
-  // a stage of hierarchical schedules.
+  // The child's node engine serves its ranks on this host: all of them when they share one host.
   auto layout = std::make_unique<HostLayout>(HostLayout::fromKeys(host_keys));
   const auto region_of = [regions](int peer) { return regions.at(static_cast<size_t>(peer)); };
-  if (region && new_size > 1 && layout->hosts() == 1) {
-    comm->node_ = std::make_unique<node::NodeEngine>(new_rank, new_size, options_.node, std::move(region), region_of);
-  }
   comm->layout_ = std::move(layout);  // before any task reaches its worker
   comm->layout_at_creation_ = true;
   comm->agreed_links_.network = agreedNetwork(networks);
@@ -848,6 +843,10 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
   const bool all_local = options_.local_size == nranks_ || (comm->layout_ && comm->layout_->hosts() == 1);
   comm->options_.local_size = all_local ? group.count : -1;  // else its layout is exchanged at first need
   comm->options_.local_rank = all_local ? new_rank : -1;
+  if (all_local && !comm->layout_) {
+    comm->layout_ = HostLayout::sharedBlocks(1, group.count);
+    comm->layout_at_creation_ = true;
+  }
   if (shares_host_memory_ && options_.node_engine && group.count > 1) {
     auto region = node::Region::create(-1, options_.node.slot_bytes);
     char group_hex[9];
@@ -855,9 +854,7 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
     const std::string prefix = "group/" + std::string(group_hex) + "/node/";
     store_->set(prefix + std::to_string(new_rank), region->identity().toString());
     auto find_region = regionFinder(store_, prefix, options_.timeout);
-    if (all_local) {
-      comm->node_ = std::make_unique<node::NodeEngine>(new_rank, group.count, options_.node, std::move(region), find_region);
-    } else if (comm->layout_) {
+    if (comm->layout_) {
       comm->setUpHostStage(std::move(region), find_region);
     } else {
       comm->pending_region_ = std::move(region);
@@ -894,7 +891,7 @@ std::shared_ptr<Communicator> Communicator::makeChild(const ChildLinks& child_li
   }
   CommunicatorOptions child = options_;
   child.transport_options.traffic_class = child_links.traffic_class;  // its own splits inherit it
-  auto comm = std::shared_ptr<Communicator>(new Communicator(new_rank, new_size, child, std::move(links), transport_names_, nullptr));
+  auto comm = std::shared_ptr<Communicator>(new Communicator(new_rank, new_size, child, std::move(links), transport_names_));
   comm->store_ = store_;
   comm->world_rank_of_ = world_rank_of;
   comm->startRecording();
@@ -912,7 +909,6 @@ void Communicator::abort() {
     t.work->finish(Status(ErrorCode::kAborted, t.describe() + ": communicator aborted"));
   }
   queue_.clear();
-  if (node_) node_->interrupt();
   if (host_stage_) host_stage_->cancel();
   idle_cv_.notify_all();
 }

@@ -159,8 +159,7 @@ class Communicator {
     mscRedOp_t op;
     std::vector<PointToPoint> p2p;  // a transfer to this rank itself pairs with one from it: a local copy
     const char* p2p_name = "send/recv";
-    bool on_node = false;  // runs on the node engine, not as a schedule over the transport
-    bool resume = false;   // started on the caller's thread (NodeEngine::begin); the worker finishes it
+    bool started = false;  // its start is recorded (it began on the caller's thread)
     uint32_t seq = 0;
     uint32_t tag = 0;
     uint64_t record = 0;  // its flight-recorder ticket
@@ -170,7 +169,7 @@ class Communicator {
   };
 
   Communicator(int rank, int nranks, CommunicatorOptions options, std::unique_ptr<PeerLinks> links,
-               std::vector<std::string> transport_names, std::unique_ptr<node::NodeEngine> node);
+               std::vector<std::string> transport_names);
   /// The sequence number (split and splitStrided share the count, so every rank numbers its children alike),
   /// transports and traffic class of the next child.
   struct ChildLinks {
@@ -197,8 +196,11 @@ class Communicator {
   void workerLoop(std::stop_token stop);
   /// Runs a dequeued task and finishes its Work; running_ was raised for it.
   void execute(Task& task, Status broken);
-  /// Runs the task (done == null) or begins it on the node engine; a failure breaks the communicator.
-  Status runGuarded(Task& task, bool* done);
+  /// On the caller's thread, for a one-host communicator: chooses the task's algorithm and, where its schedule
+  /// is the node engine's collective alone, starts it (*done when it finished). A failure breaks the communicator.
+  Status beginHere(Task& task, bool* done);
+  /// The node engine serves every rank (they share one host): host_stage_ covers the communicator.
+  bool servesWholeHost() const { return host_stage_ != nullptr && host_stage_->size() == nranks_; }
   /// Runs body() for the task: an exception becomes the task's error; an error breaks off the connections (peers
   /// blocked on us fail now rather than at their timeout).
   Status guarded(const Task& task, const std::function<Status()>& body);
@@ -206,7 +208,6 @@ class Communicator {
   Status brokenBy(const Task& task, const Status& broken) const;
   /// Records a failure, finishes the Work, lowers running_ and wakes whoever waits.
   void finishTask(Task& task, const Status& status);
-  node::NodeCall nodeCall(Task& task);
   Status run(Task& task);
   /// A task's schedule and its run (the run refers to the schedule: made in place, never moved).
   struct PreparedRun {
@@ -282,7 +283,6 @@ class Communicator {
   std::shared_ptr<Store> store_;
   std::function<int(int)> world_rank_of_;  // this communicator's rank -> the world's
   std::atomic<uint32_t> children_{0};     // splits so far
-  std::unique_ptr<node::NodeEngine> node_;  // null unless all ranks share this host; the thread running a task
   ScratchCache scratch_;                    // the thread running a task
   // The thread running a task (a split sets it before any task). Shared and immutable: communicators of one
   // process with the same placement hold one copy (a layout is a few integers per rank of the world).

@@ -14,7 +14,7 @@ bool engineEnabled() { return config::getInt("MEGASCALE_PROGRESS_THREADS") > 0; 
 
 void Communicator::dispatch(Task task, std::unique_lock<std::mutex>& lock) {
   if (driver_ == Driver::kUndecided) {
-    const bool network_only = node_ == nullptr && !pending_region_ && !host_stage_;
+    const bool network_only = !pending_region_ && !host_stage_;
     driver_ = network_only && engineEnabled() ? Driver::kEngine : Driver::kWorker;
     if (driver_ == Driver::kEngine) {
       engine_ = &ProgressEngine::forNewClient();

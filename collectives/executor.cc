@@ -215,25 +215,39 @@ void ScheduleRun::State::runLocal(const Step& step) {
   }
 }
 
+bool isLoneHostStep(const Schedule& s) {
+  return s.phases.size() == 1 && s.phases[0].local.empty() && s.phases[0].comm.size() == 1 && s.phases[0].comm[0].isHost();
+}
+
+Status beginLoneHostStep(const Schedule& s, const void* in, void* out, mscDataType_t type, mscRedOp_t op, uint32_t tag,
+                         int nranks_for_average, HostStage& host, std::function<std::string()> describe, bool* done) {
+  const Step& step = s.phases[0].comm[0];
+  const size_t es = dtypeSize(type);
+  const auto at = [&](const Slice& x) {
+    return (x.buffer == kInput ? static_cast<uint8_t*>(const_cast<void*>(in)) : static_cast<uint8_t*>(out)) + x.offset * es;
+  };
+  node::NodeCall call;
+  MSC_RETURN_IF_ERROR(host.callFor(step, at(step.a), at(step.dst), type, op, hostStepTag(tag, 0), std::move(describe), &call));
+  MSC_RETURN_IF_ERROR(host.begin(std::move(call), done));
+  if (*done && op == mscAvg && s.result.count > 0) finishAverage(type, at(s.result), s.result.count, nranks_for_average);
+  return Status::ok();
+}
+
 // Host steps: handed to the host stage in program order. If the run ends early, the stage must let go of the
 // buffers (the scratch, the caller's) before the run is gone.
 Status ScheduleRun::State::startHostStep(const Step& step, uint64_t* ticket) {
   if (ctx.host == nullptr) {
     return Status(ErrorCode::kInternal, "the schedule has a shared-memory step, but no node engine serves this rank's host");
   }
-  const bool scatter = step.kind == Step::kHostReduceScatter;
-  const size_t per_rank = scatter ? step.dst.count : step.a.count;
-  const size_t all = static_cast<size_t>(ctx.host->size()) * per_rank;
-  if ((scatter ? step.a.count : step.dst.count) != all) {
-    return Status(ErrorCode::kInternal, "a shared-memory step's slices do not fit the host's " +
-                                            std::to_string(ctx.host->size()) + " ranks");
-  }
   const uint32_t ordinal = host_steps_started++;
-  // The schedule divides an average once at the end; the host's part of the reduction is a sum.
-  node::NodeCall call{scatter ? Collective::kReduceScatter : Collective::kAllGather,
-                      at(step.a), at(step.dst), per_rank, type, op == mscAvg ? mscSum : op, ctx.tag + 1 + ordinal, nullptr,
-                      [ordinal] { return "step " + std::to_string(ordinal); }};
+  node::NodeCall call;
+  MSC_RETURN_IF_ERROR(ctx.host->callFor(step, at(step.a), at(step.dst), type, op, hostStepTag(ctx.tag, ordinal),
+                                        [ordinal] { return "step " + std::to_string(ordinal); }, &call));
   host_in_use = ctx.host;
+  if (isLoneHostStep(schedule) && !ctx.shared_driver) {  // nothing to overlap it with: this thread runs it
+    *ticket = 0;
+    return ctx.host->runHere(std::move(call));
+  }
   *ticket = ctx.host->start(std::move(call));
   return Status::ok();
 }
@@ -263,7 +277,7 @@ Status ScheduleRun::State::pass(bool* moved, bool* slot_wait) {
       if (step.isHost()) {
         s = startHostStep(step, &n.host_ticket);
         if (!s.isOk()) return fail(s.code(), s.message());
-        n.state = Node::kPosted;
+        n.state = n.host_ticket == 0 ? Node::kDone : Node::kPosted;  // ticket 0: it ran on this thread
         *moved = true;
         continue;
       }

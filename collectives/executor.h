@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +89,17 @@ class ScheduleRun {
   std::unique_ptr<State> state_;
   RunWait wait_;
 };
+
+/// Whether the schedule is one host step and nothing else (a one-host communicator's collective on its node
+/// engine): the thread that runs it calls the engine itself.
+bool isLoneHostStep(const Schedule& s);
+/// The engine tag of an operation's `ordinal`-th host step (the operation's tag is its transfers').
+inline uint32_t hostStepTag(uint32_t tag, uint32_t ordinal) { return tag + 1 + ordinal; }
+/// For a lone host step (isLoneHostStep), on the caller's thread with no run of its own: starts it, and finishes
+/// it (the average's division included) if the host's ranks keep up within the engine's spin budget (*done).
+/// Otherwise a ScheduleRun of the same schedule and tag must run next: its host step finishes the begun call.
+Status beginLoneHostStep(const Schedule& s, const void* in, void* out, mscDataType_t type, mscRedOp_t op, uint32_t tag,
+                         int nranks_for_average, HostStage& host, std::function<std::string()> describe, bool* done);
 
 /// Drives a run to its end on this thread.
 Status runToEnd(ScheduleRun& run);

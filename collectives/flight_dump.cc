@@ -81,9 +81,7 @@ bool readEntry(const Entry& e, const std::vector<int>& members, int64_t now_ns, 
   op.kind = known_kind ? collectiveName(static_cast<Collective>(kind)) : "unknown";
   op.dtype = dtypeName(type);
   if (known_kind && reduces(static_cast<Collective>(kind))) op.redop = opName(redop);
-  if (algorithm == kNodeEngine) {
-    op.algorithm = "shared memory";
-  } else if (algorithm != static_cast<uint8_t>(Algorithm::kAuto) || op.started_s >= 0) {
+  if (algorithm != static_cast<uint8_t>(Algorithm::kAuto) || op.started_s >= 0) {
     op.algorithm = algorithmName(static_cast<Algorithm>(algorithm));
   }
   op.bytes = op.count * dtypeSize(type);

@@ -17,7 +17,7 @@ struct OpRecord {
   std::string kind;        // "all_reduce", ..., "sendrecv"
   std::string dtype;       // "float", ...
   std::string redop;       // "sum", ...; "" when the operation reduces nothing
-  std::string algorithm;   // "ring", ..., "shared memory"; "" until it started
+  std::string algorithm;   // "ring", "hier", ...; "" until it started
   int root = -1;           // group rank; -1 none
   uint64_t count = 0;      // elements per rank as the caller passed them
   uint64_t bytes = 0;      // count x the dtype's size

@@ -26,8 +26,6 @@ constexpr int kListedMembers = 256;      // members listed; a larger group is re
 constexpr int kCoordinateWords = 4;      // 32 characters of coordinates ("tp 1 pp 0 dp 2")
 
 enum class OpState : uint8_t { kEmpty = 0, kQueued, kRunning, kDone, kFailed };
-/// Entry::algorithm for an operation the node engine ran (shared memory among all ranks, no schedule).
-constexpr uint8_t kNodeEngine = 0xff;
 
 struct Entry {
   std::atomic<uint32_t> version;   // seqlock
@@ -35,7 +33,7 @@ struct Entry {
   std::atomic<uint8_t> kind;       // Collective (collectives/schedule.h)
   std::atomic<uint8_t> dtype;      // mscDataType_t
   std::atomic<uint8_t> redop;      // mscRedOp_t
-  std::atomic<uint8_t> algorithm;  // Algorithm, or kNodeEngine; kAuto until the operation starts
+  std::atomic<uint8_t> algorithm;  // Algorithm; kAuto until the operation starts
   std::atomic<int32_t> root;       // group rank; -1: none
   std::atomic<uint64_t> count;     // elements per rank as the caller passed them (send/recv: of the first op)
   std::atomic<int64_t> issued_ns;  // CLOCK_MONOTONIC_COARSE (the same in every process of the host)

@@ -86,7 +86,7 @@ class GroupLog {
   };
   /// Records an issued operation; its ticket for the calls below (0: nothing recorded).
   uint64_t issued(const Issue& op);
-  /// The operation started running with `algorithm` (Algorithm, or kNodeEngine).
+  /// The operation started running with `algorithm` (an Algorithm).
   void started(uint64_t ticket, uint8_t algorithm);
   void finished(uint64_t ticket, ErrorCode code);
   /// Where a stalled run writes the group rank it waits for; null when the entry is gone or none is kept.

@@ -3,18 +3,23 @@
 // attach) instead of through a transport's staging buffers. An engine call blocks until every rank of the host
 // has taken part, so the stage runs calls on a thread of its own, one at a time in the order started, while the
 // executor keeps the network transfers moving: one chunk's host stage overlaps another chunk's network stage.
+// A schedule that is a single host step (a one-host communicator's collective) has nothing to overlap: the
+// thread running it calls the engine itself (runHere), and a small one may start on the caller's thread (begin).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "collectives/node/node_engine.h"
+#include "collectives/schedule.h"
 #include "common/status.h"
 
 namespace megascale {
@@ -32,9 +37,21 @@ class HostStage {
   /// "ranks 4, 5, 6, 7", for messages.
   std::string describeHost() const;
 
+  /// The engine call of host step `step` (Step::kHost*) whose slices `a` and `dst` lie at `a_at` and `dst_at`,
+  /// tagged `tag`; errors name the operation with `describe`. A schedule divides an average once at its end
+  /// (Schedule::result), so the host's part of mscAvg is a sum. kInternal when the slices do not fit the host.
+  Status callFor(const Step& step, const void* a_at, void* dst_at, mscDataType_t type, mscRedOp_t op, uint32_t tag,
+                 std::function<std::string()> describe, node::NodeCall* call) const;
+
   /// Queues a call and returns its ticket. Its buffers must stay valid until done(ticket) or stopAndWait().
-  /// call.aborted is replaced by the stage's own flag.
+  /// call.aborted is replaced by the stage's own flag. The stage's thread starts with the first call.
   uint64_t start(node::NodeCall call);
+  /// Runs a call on this thread while the stage is idle (nothing started and not done).
+  Status runHere(node::NodeCall call);
+  /// On the caller's thread while the stage is idle: starts the call and finishes it if the host's ranks keep up
+  /// within the engine's spin budget (*done). Otherwise the call is held begun: the next call, started or run
+  /// here with the same arguments, finishes it.
+  Status begin(node::NodeCall call, bool* done);
   /// Whether call `ticket` has finished. A failed call stops the stage: *status holds the failure, and every
   /// later call fails with it.
   bool done(uint64_t ticket, Status* status) const;
@@ -46,6 +63,9 @@ class HostStage {
 
  private:
   void loop(std::stop_token stop);
+  /// Runs (or, after begin, finishes) one call; a failure marks the engine failed and stops the stage.
+  Status runOne(const node::NodeCall& call);
+  void recordFailure(const Status& status);  // mutex_ held
 
   std::unique_ptr<node::NodeEngine> engine_;
   const std::vector<int> host_ranks_;
@@ -57,6 +77,7 @@ class HostStage {
   std::deque<node::NodeCall> queue_;
   bool running_ = false;
   bool marked_failed_ = false;
+  bool begun_ = false;  // begin() left a call unfinished; the thread that runs the next call finishes it
   uint64_t started_ = 0;
   std::atomic<uint64_t> finished_{0};
   std::atomic<bool> failed_{false};

@@ -51,7 +51,8 @@ StepAccess accessOf(const Step& s) {
     case Step::kCopy: return StepAccess{{s.a, Slice{}}, s.dst};
     case Step::kReduce: return StepAccess{{s.a, s.b}, s.dst};
     case Step::kHostReduceScatter:
-    case Step::kHostAllGather: return StepAccess{{s.a, Slice{}}, s.dst};
+    case Step::kHostAllGather:
+    case Step::kHostAllReduce: return StepAccess{{s.a, Slice{}}, s.dst};
   }
   return StepAccess{};
 }
@@ -71,7 +72,9 @@ std::string describeSchedule(const Schedule& s) {
     for (const Step& st : s.phases[p].comm) {
       if (st.kind == Step::kSend) out << " send " << slice(st.a) << "->" << st.peer << ";";
       else if (st.kind == Step::kRecv) out << " recv " << slice(st.dst) << "<-" << st.peer << ";";
-      else out << (st.kind == Step::kHostReduceScatter ? " host-reduce-scatter " : " host-all-gather ") << slice(st.a)
+      else out << (st.kind == Step::kHostReduceScatter ? " host-reduce-scatter "
+                   : st.kind == Step::kHostAllGather  ? " host-all-gather "
+                                                      : " host-all-reduce ") << slice(st.a)
                << "=>" << slice(st.dst) << ";";
     }
     for (const Step& st : s.phases[p].local) {

@@ -64,14 +64,15 @@ struct Step {
   // kHost*: a collective among the ranks of this rank's host (ScheduleSpec::hosts, in local order), run by the
   // node engine through shared memory; the k-th host step of every rank of a host is one call. With L ranks on
   // the host: kHostReduceScatter reduces block `local` (dst.count elements) of every rank's `a` (L blocks) into
-  // dst; kHostAllGather puts local rank q's `a` into block q of dst (L blocks of a.count).
-  enum Kind : uint8_t { kSend, kRecv, kCopy, kReduce, kHostReduceScatter, kHostAllGather };
+  // dst; kHostAllGather puts local rank q's `a` into block q of dst (L blocks of a.count); kHostAllReduce
+  // reduces every rank's `a` into dst (a.count == dst.count).
+  enum Kind : uint8_t { kSend, kRecv, kCopy, kReduce, kHostReduceScatter, kHostAllGather, kHostAllReduce };
   Kind kind;
   int peer = -1;  // kSend, kRecv
   Slice a;        // kSend: source; kCopy: source; kReduce: left operand; kHost*: input
   Slice b;        // kReduce: right operand
   Slice dst;      // kRecv, kCopy, kReduce, kHost*: destination
-  bool isHost() const { return kind == kHostReduceScatter || kind == kHostAllGather; }
+  bool isHost() const { return kind == kHostReduceScatter || kind == kHostAllGather || kind == kHostAllReduce; }
 };
 
 struct Phase {

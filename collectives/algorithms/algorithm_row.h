@@ -49,6 +49,9 @@ struct AlgorithmRow {
   /// Taken ahead of the tuning table and the cost model for messages of at least this many bytes per rank
   /// where several hosts hold several ranks each (the hierarchy); SIZE_MAX: never.
   size_t preferred_from_bytes = SIZE_MAX;
+  /// The collectives (a collectiveBit mask) it serves at every size on a communicator whose ranks share one host
+  /// with a node engine (ScheduleSpec::host_steps): its schedule there is the engine's collective.
+  uint32_t whole_host_for = 0;
   /// The largest message (bytes per rank) the chooser gives it, whatever a table says.
   size_t max_bytes = SIZE_MAX;
   /// Connections one rank of n opens; nullptr: all n-1 others.
@@ -64,6 +67,7 @@ struct AlgorithmRow {
   }
   int peerCount(int nranks) const { return nranks <= 1 ? 0 : peers != nullptr ? peers(nranks) : nranks - 1; }
   bool servesByDefault(Collective c) const { return (default_for & collectiveBit(c)) != 0; }
+  bool servesWholeHost(Collective c) const { return (whole_host_for & collectiveBit(c)) != 0; }
 };
 
 /// The largest power of two <= n (n >= 1): halving-doubling's participants, the double tree's shape.

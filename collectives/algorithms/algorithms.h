@@ -17,6 +17,7 @@ inline Step copy(Slice from, Slice to) { return Step{Step::kCopy, -1, from, {}, 
 inline Step reduce(Slice a, Slice b, Slice to) { return Step{Step::kReduce, -1, a, b, to}; }
 inline Step hostReduceScatter(Slice from, Slice to) { return Step{Step::kHostReduceScatter, -1, from, {}, to}; }
 inline Step hostAllGather(Slice from, Slice to) { return Step{Step::kHostAllGather, -1, from, {}, to}; }
+inline Step hostAllReduce(Slice from, Slice to) { return Step{Step::kHostAllReduce, -1, from, {}, to}; }
 
 /// A phase that only copies input to output when they differ in place-ness (skipped by the executor when
 /// the pointers are equal).

@@ -311,8 +311,23 @@ Schedule chunked(const ScheduleSpec& spec, const ChunkBuilder& chunk) {
   return s;
 }
 
+// One host, served by a node engine: the whole collective is one engine call (which picks its one-shot, slot or
+// cross-memory path by size), so a single-host job runs the same executor and schedules as a cluster's.
+bool engineServesWholeHost(const ScheduleSpec& spec) {
+  return spec.host_steps && spec.nranks > 1 && spec.hosts != nullptr && spec.hosts->hosts() == 1 &&
+         spec.hosts->ranks() == spec.nranks;
+}
+
+Schedule oneHostStep(const Step& step, Slice result) {
+  Schedule s;
+  s.phases.push_back(Phase{{step}, {}});
+  s.result = result;
+  return s;
+}
+
 Schedule hierarchicalAllReduce(const ScheduleSpec& spec) {
   if (spec.nranks == 1) return singleRankReduction(spec.count);
+  if (engineServesWholeHost(spec)) return oneHostStep(hostAllReduce(in(0, spec.count), out(0, spec.count)), out(0, spec.count));
   Schedule s = chunked(spec, [](const Place& me, size_t begin, size_t count, size_t scratch_at, size_t* end) {
     Stages st = allReduceChunk(me, begin, count, scratch_at, end);
     if (!me.hostStepsFor(count)) allReduceChunkReceives(me, begin, count, st);
@@ -323,6 +338,9 @@ Schedule hierarchicalAllReduce(const ScheduleSpec& spec) {
 }
 
 Schedule hierarchicalAllGather(const ScheduleSpec& spec) {
+  if (engineServesWholeHost(spec)) {
+    return oneHostStep(hostAllGather(in(0, spec.count), out(0, spec.count * static_cast<size_t>(spec.nranks))), out(0, 0));
+  }
   return chunked(spec, [&](const Place& me, size_t begin, size_t count, size_t scratch_at, size_t* end) {
     *end = scratch_at;
     return allGatherChunk(me, spec.count, begin, count);
@@ -331,6 +349,10 @@ Schedule hierarchicalAllGather(const ScheduleSpec& spec) {
 
 Schedule hierarchicalReduceScatter(const ScheduleSpec& spec) {
   if (spec.nranks == 1) return singleRankReduction(spec.count);
+  if (engineServesWholeHost(spec)) {
+    return oneHostStep(hostReduceScatter(in(0, spec.count * static_cast<size_t>(spec.nranks)), out(0, spec.count)),
+                       out(0, spec.count));
+  }
   Schedule s = chunked(spec, [&](const Place& me, size_t begin, size_t count, size_t scratch_at, size_t* end) {
     return reduceScatterChunk(me, spec.count, begin, count, scratch_at, end);
   });
@@ -351,7 +373,8 @@ double hierarchicalAllReduceSeconds(const ClusterShape& shape, const LinkCosts& 
 }  // namespace
 
 // Below 256 KiB per rank the hierarchy's extra intra-host stages cost more latency than they save (measured on
-// the emulated cluster); from there on it is taken wherever several hosts hold several ranks.
+// the emulated cluster); from there on it is taken wherever several hosts hold several ranks. On one host with a
+// node engine it is the engine's own collective, taken at every size.
 const AlgorithmRow& hierarchicalRow() {
   static const AlgorithmRow row{
       .id = Algorithm::kHierarchical,
@@ -360,7 +383,9 @@ const AlgorithmRow& hierarchicalRow() {
                                          {Collective::kAllGather, hierarchicalAllGather},
                                          {Collective::kReduceScatter, hierarchicalReduceScatter}}),
       .costs = byCollective<CostFunction>({{Collective::kAllReduce, hierarchicalAllReduceSeconds}}),
-      .preferred_from_bytes = size_t{256} << 10};
+      .preferred_from_bytes = size_t{256} << 10,
+      .whole_host_for = collectiveBit(Collective::kAllReduce) | collectiveBit(Collective::kAllGather) |
+                        collectiveBit(Collective::kReduceScatter)};
   return row;
 }
 

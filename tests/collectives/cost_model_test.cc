@@ -141,6 +141,33 @@ TEST(ChooseAlgorithm, AllToAllBruckForSmallBlocksPairwiseForLarge) {
   EXPECT_EQ(chooseAlgorithm(one_host, 4), Algorithm::kPairwise);
 }
 
+// Ranks on one host with a node engine: all-reduce, all-gather and reduce-scatter are the engine's collective
+// (the hierarchical row's one-host schedule) at every size, ahead of the table; what the engine does not run,
+// and an explicit request, are chosen as before.
+TEST(ChooseAlgorithm, OneHostWithTheEngineTakesTheEnginesCollective) {
+  const HostLayout host = HostLayout::blocks(1, 4);
+  for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter}) {
+    for (size_t count : {size_t{1}, size_t{64} << 20}) {
+      ScheduleSpec spec{c, Algorithm::kAuto, count, 0, 4, 0, false, &host};
+      spec.host_steps = true;
+      EXPECT_EQ(chooseAlgorithm(spec, 4), Algorithm::kHierarchical) << collectiveName(c) << " " << count;
+      spec.host_steps = false;  // no engine (MEGASCALE_SHM_COLLECTIVES=0, or a network transport)
+      EXPECT_NE(chooseAlgorithm(spec, 4), Algorithm::kHierarchical) << collectiveName(c) << " " << count;
+      spec.algorithm = Algorithm::kRing;
+      spec.host_steps = true;
+      EXPECT_EQ(chooseAlgorithm(spec, 4), Algorithm::kRing);
+    }
+  }
+  ScheduleSpec broadcast{Collective::kBroadcast, Algorithm::kAuto, 16, 0, 4, 0, false, &host};
+  broadcast.host_steps = true;
+  EXPECT_EQ(chooseAlgorithm(broadcast, 4), Algorithm::kBinomialTree);
+  // Across hosts the engine serves each host's stage only: small all-reduces stay flat.
+  const HostLayout two = HostLayout::blocks(2, 2);
+  ScheduleSpec across{Collective::kAllReduce, Algorithm::kAuto, 2, 0, 4, 0, false, &two};
+  across.host_steps = true;
+  EXPECT_NE(chooseAlgorithm(across, 4), Algorithm::kHierarchical);
+}
+
 TEST(AlgorithmRequest, NamesForEveryCollectiveOrPerCollective) {
   const AlgorithmRequest ring = parseAlgorithmRequest("ring");
   EXPECT_EQ(ring.of(Collective::kAllReduce), Algorithm::kRing);

@@ -127,6 +127,75 @@ TEST_F(HostStageTest, AHostRankThatNeverJoinsFailsNamingIt) {
   EXPECT_FALSE(s.isOk());
 }
 
+// A one-host communicator's all-reduce: one host step and nothing else, which the executor's thread runs on
+// the engine itself; an average is divided once.
+Schedule loneAllReduce(size_t n) {
+  Schedule s;
+  s.phases.push_back(Phase{{Step{Step::kHostAllReduce, -1, Slice{kInput, 0, n}, {}, Slice{kOutput, 0, n}}}, {}});
+  s.result = Slice{kOutput, 0, n};
+  return s;
+}
+
+TEST_F(HostStageTest, ALoneHostStepRunsOnTheExecutorsThread) {
+  ASSERT_TRUE(isLoneHostStep(loneAllReduce(4)));
+  ASSERT_FALSE(isLoneHostStep(hostAllReduce(0, 4)));
+  for (mscRedOp_t op : {mscSum, mscAvg}) {
+    for (size_t n : {size_t{3}, size_t{100000}}) {
+      std::array<std::vector<int32_t>, 2> in{std::vector<int32_t>(n, 4), std::vector<int32_t>(n, 8)}, out;
+      std::array<Status, 2> status;
+      std::vector<std::thread> threads;
+      for (int r = 0; r < 2; ++r) {
+        out[r].assign(n, -1);
+        threads.emplace_back([&, r] { status[r] = execute(r, loneAllReduce(n), {in[r].data(), out[r].data()}, op); });
+      }
+      for (auto& t : threads) t.join();
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_TRUE(status[r].isOk()) << status[r].message();
+        EXPECT_EQ(out[r], std::vector<int32_t>(n, op == mscAvg ? 6 : 12)) << "rank " << r << " n " << n;
+      }
+    }
+  }
+}
+
+// The small-message path: begun on the caller's thread; when the host's other rank is late, the call is held
+// begun and the run of the same schedule finishes it (on any thread), exactly once.
+TEST_F(HostStageTest, ABegunLoneStepIsFinishedByTheRunOfItsSchedule) {
+  const Schedule schedule = loneAllReduce(8);
+  std::array<std::vector<int32_t>, 2> in{std::vector<int32_t>(8, 3), std::vector<int32_t>(8, 5)};
+  std::array<std::vector<int32_t>, 2> out{std::vector<int32_t>(8, -1), std::vector<int32_t>(8, -1)};
+  bool done = true;
+  Status s = beginLoneHostStep(schedule, in[0].data(), out[0].data(), mscInt32, mscAvg, 7, 2, *stages_[0],
+                               [] { return std::string("test all-reduce"); }, &done);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_FALSE(done) << "rank 11 has not arrived, yet rank 10's all-reduce finished";
+  Status late;
+  std::thread other([&] { late = execute(1, schedule, {in[1].data(), out[1].data()}, mscAvg); });
+  s = execute(0, schedule, {in[0].data(), out[0].data()}, mscAvg);
+  other.join();
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_TRUE(late.isOk()) << late.message();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(out[r], std::vector<int32_t>(8, 4)) << "rank " << r;
+  // Both ranks on time: begun here, finished here, divided once.
+  std::array<bool, 2> finished{};
+  std::array<Status, 2> status;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    out[r].assign(8, -1);
+    threads.emplace_back([&, r] {
+      bool here = false;
+      status[r] = beginLoneHostStep(schedule, in[r].data(), out[r].data(), mscInt32, mscAvg, 7, 2, *stages_[r],
+                                    [] { return std::string("test all-reduce"); }, &here);
+      if (status[r].isOk() && !here) status[r] = execute(r, schedule, {in[r].data(), out[r].data()}, mscAvg);
+      finished[r] = here;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(status[r].isOk()) << status[r].message();
+    EXPECT_EQ(out[r], std::vector<int32_t>(8, 4)) << "rank " << r << (finished[r] ? " (finished on begin)" : "");
+  }
+}
+
 TEST_F(HostStageTest, HostStepsWithoutAStageOrWithWrongSizesAreRefused) {
   std::vector<int32_t> in(8, 1), out(8, 0);
   ExecutionContext ctx;

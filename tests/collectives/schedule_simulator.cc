@@ -91,7 +91,8 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
 
   std::map<std::pair<int, int>, std::deque<Message>> channels;
   // Host steps (the node engine) as messages between the host's ranks on channels of their own: rank r sends
-  // each other rank of its host what that rank needs (its block of a reduce-scatter, r's part of an all-gather).
+  // each other rank of its host what that rank needs (its block of a reduce-scatter, r's part of an all-gather,
+  // r's whole vector of an all-reduce).
   std::map<std::pair<int, int>, std::deque<Message>> host_channels;
   const auto hostRanks = [&](int r) -> const std::vector<int>& {
     return base.hosts->ranks_of[static_cast<size_t>(base.hosts->host_of[static_cast<size_t>(r)])];
@@ -113,7 +114,10 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
           const Step& s = ph.comm[k];
           if (s.isHost()) {
             const size_t all = hostBlock(s) * hostRanks(r).size();
-            if ((s.kind == Step::kHostReduceScatter ? s.a.count : s.dst.count) != all) fail(r, st.phase, "host step sizes do not fit the host");
+            const bool fits = s.kind == Step::kHostAllReduce ? s.a.count == s.dst.count
+                              : s.kind == Step::kHostReduceScatter ? s.a.count == all
+                                                                   : s.dst.count == all;
+            if (!fits) fail(r, st.phase, "host step sizes do not fit the host");
             reads.push_back({range(r, s.a), k});
             writes.push_back({range(r, s.dst), k});
             continue;

@@ -191,7 +191,8 @@ TEST(HierarchicalSchedule, CorrectForEveryLayoutAndAwkwardCounts) {
           for (mscRedOp_t op : {mscSum, mscMax}) {
             // With the node engine as the host stage (all-reduce chunks that split evenly), and without.
             for (bool host_steps : {false, true}) {
-              if (host_steps && collective != Collective::kAllReduce) continue;
+              // Across hosts, host steps serve all-reduce chunks; on one host, every collective is one step.
+              if (host_steps && collective != Collective::kAllReduce && layout.hosts() > 1) continue;
               std::string error =
                   runCase({collective, Algorithm::kHierarchical}, layout.ranks(), count, 0, in_place, op, &layout, host_steps);
               ASSERT_EQ(error, "") << collectiveName(collective) << " hosts " << describeLayout(layout) << " count=" << count
@@ -291,6 +292,47 @@ TEST(HierarchicalSchedule, HostStepsReplaceTheIntraHostTransfers) {
     spec.host_steps = true;
     size_t on_host = 0, off_host = 0;
     EXPECT_EQ(count(buildSchedule(spec), uneven, rank, &on_host, &off_host), rank < 3 ? 0u : 2u) << "rank " << rank;
+  }
+}
+
+// On one host served by the node engine, all-reduce, all-gather and reduce-scatter are the engine's own
+// collective: one phase of one host step over the whole buffers, whatever the count (the engine has no blocks to
+// split evenly). Without the engine they stay transfers.
+TEST(HierarchicalSchedule, OneHostWithTheEngineIsOneHostStep) {
+  for (int ranks = 2; ranks <= 4; ++ranks) {
+    const HostLayout layout = HostLayout::blocks(1, ranks);
+    for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter}) {
+      for (size_t count : {size_t{1}, size_t{7}, size_t{1} << 20}) {
+        ScheduleSpec spec{c, Algorithm::kHierarchical, count, ranks - 1, ranks, 0, false, &layout};
+        spec.host_steps = true;
+        const Schedule s = buildSchedule(spec);
+        ASSERT_EQ(s.phases.size(), 1u) << describeSchedule(s);
+        ASSERT_EQ(s.phases[0].comm.size(), 1u) << describeSchedule(s);
+        EXPECT_TRUE(s.phases[0].local.empty());
+        const Step& step = s.phases[0].comm[0];
+        const size_t all = count * static_cast<size_t>(ranks);
+        switch (c) {
+          case Collective::kAllReduce:
+            EXPECT_EQ(step.kind, Step::kHostAllReduce);
+            EXPECT_EQ(step.a.count, count);
+            EXPECT_EQ(s.result.count, count);  // where an average divides
+            break;
+          case Collective::kAllGather:
+            EXPECT_EQ(step.kind, Step::kHostAllGather);
+            EXPECT_EQ(step.dst.count, all);
+            EXPECT_EQ(s.result.count, 0u);
+            break;
+          default:
+            EXPECT_EQ(step.kind, Step::kHostReduceScatter);
+            EXPECT_EQ(step.a.count, all);
+            EXPECT_EQ(s.result.count, count);
+        }
+        spec.host_steps = false;
+        for (const Phase& p : buildSchedule(spec).phases) {
+          for (const Step& st : p.comm) EXPECT_FALSE(st.isHost());
+        }
+      }
+    }
   }
 }
 
