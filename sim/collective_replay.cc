@@ -5,6 +5,7 @@
 #include <string>
 
 #include "collectives/algorithms/registry.h"
+#include "collectives/host_layout.h"
 
 namespace megascale::sim {
 
@@ -34,21 +35,32 @@ bool overlap(const Slice& x, const Slice& y) {
 
 bool conflict(const StepAccess& earlier, const StepAccess& later) { return stepsConflict(earlier, later, overlap); }
 
+// The bytes a host step moves in or out of one rank's memory: (L-1)/L of the data it exchanges with the host's
+// other L-1 ranks, twice for an all-reduce (a reduce-scatter and an all-gather), as NCCL's NVLink phases.
+uint64_t hostStepBytes(const ScheduleSpec& spec, const Step& step, size_t dtype_size) {
+  const auto& host = spec.hosts->ranks_of[static_cast<size_t>(spec.hosts->host_of[static_cast<size_t>(spec.rank)])];
+  const double share = static_cast<double>(host.size() - 1) / static_cast<double>(host.size());
+  const double bytes = static_cast<double>((step.kind == Step::kHostAllGather ? step.dst.count : step.a.count) * dtype_size);
+  return static_cast<uint64_t>((step.kind == Step::kHostAllReduce ? 2 : 1) * share * bytes);
+}
+
 }  // namespace
 
 // The executor's rules (collectives/executor.cc) on slices instead of addresses: a step depends on every earlier
-// step in the window whose bytes it overlaps, except that transfers of one phase never depend on each other.
-// Local and host steps take no time, so a transfer depends on the transfers behind them.
+// step in the window whose bytes it overlaps, except that the communication steps (transfers and host steps) of
+// one phase never depend on each other. Local steps take no time, so a later step depends on the communication
+// steps behind them.
 CollectiveReplay::CompactSchedule CollectiveReplay::compact(const ScheduleSpec& spec, size_t dtype_size) {
   const Schedule full = buildSchedule(spec);
   struct Recent {
     StepAccess access;
     size_t phase;
-    std::vector<uint32_t> ops;  // the transfers this step's completion stands for
+    std::vector<uint32_t> ops;  // the communication steps this step's completion stands for
   };
   CompactSchedule c;
   std::deque<Recent> recent;
   std::unordered_map<int64_t, uint32_t> ordinals;  // (peer, send) -> transfers so far
+  uint32_t host_steps = 0;
   std::vector<uint32_t> needs;
   const auto collect = [&](const StepAccess& access, size_t until) {
     needs.clear();
@@ -74,15 +86,22 @@ CollectiveReplay::CompactSchedule CollectiveReplay::compact(const ScheduleSpec& 
       for (const Step& step : *steps) {
         const StepAccess access = placedAccess(step);
         const bool transfer = step.kind == Step::kSend || step.kind == Step::kRecv;
-        collect(access, transfer ? before_phase : recent.size());
-        if (!transfer) {  // local or host step: instantaneous, it passes its dependencies on
+        const bool communication = transfer || step.isHost();
+        collect(access, communication ? before_phase : recent.size());
+        if (!communication) {  // a local step: instantaneous, it passes its dependencies on
           recent.push_back(Recent{access, p, needs});
           continue;
         }
-        const bool send = step.kind == Step::kSend;
-        const int64_t key = static_cast<int64_t>(step.peer) * 2 + (send ? 1 : 0);
-        Op op{step.peer, send, ordinals[key]++, send ? static_cast<uint64_t>(step.a.count) * dtype_size : 0,
-              static_cast<uint32_t>(c.deps.size()), 0};
+        Op op{};
+        if (step.isHost()) {
+          op = Op{-1, Op::kHost, host_steps++, hostStepBytes(spec, step, dtype_size), 0, 0};
+        } else {
+          const bool send = step.kind == Step::kSend;
+          const int64_t key = static_cast<int64_t>(step.peer) * 2 + (send ? 1 : 0);
+          op = Op{step.peer, send ? Op::kSend : Op::kRecv, ordinals[key]++,
+                  send ? static_cast<uint64_t>(step.a.count) * dtype_size : 0, 0, 0};
+        }
+        op.deps_begin = static_cast<uint32_t>(c.deps.size());
         c.deps.insert(c.deps.end(), needs.begin(), needs.end());
         op.deps_end = static_cast<uint32_t>(c.deps.size());
         recent.push_back(Recent{access, p, {static_cast<uint32_t>(c.ops.size())}});
@@ -151,8 +170,16 @@ void CollectiveReplay::progress(int rank) {
       if (s.ops[i] != kWaiting) continue;
       const Op& op = c.ops[i];
       if (!ready(op)) continue;  // before the pair counters: most ops in the window wait for data
+      if (op.kind == Op::kHost) {
+        if (op.ordinal != s.host_steps_started) continue;  // the host stage runs them in program order
+        ++s.host_steps_started;
+        s.ops[i] = kInFlight;
+        moved = true;
+        joinHostStep(rank, i);
+        continue;
+      }
       const int peer = s.group_base + op.peer;
-      if (op.send) {
+      if (op.kind == Op::kSend) {
         if (sent_.get(rank, peer) != op.ordinal) continue;  // connections keep program order
         sent_.increment(rank, peer);
         moved = true;
@@ -183,6 +210,39 @@ void CollectiveReplay::progress(int rank) {
     s.done = net_.events().now();
     --unfinished_;
   }
+}
+
+// The k-th host step of every rank of a host is one call of the host's engine: it starts when the last of them
+// joins and takes its bytes at the host's rate.
+void CollectiveReplay::joinHostStep(int rank, uint32_t op_index) {
+  const RankState& s = ranks_[static_cast<size_t>(rank)];
+  const int local_rank = rank - s.group_base;
+  const int host = spec_.hosts->host_of[static_cast<size_t>(local_rank)];
+  const Op& op = s.schedule->ops[op_index];
+  const uint64_t key = (static_cast<uint64_t>(s.group_base + host) << 32) | op.ordinal;
+  auto [it, fresh] = host_calls_.try_emplace(key);
+  if (fresh) {
+    it->second.index = static_cast<uint32_t>(host_call_members_.size());
+    host_call_members_.emplace_back();
+  }
+  std::vector<std::pair<int, uint32_t>>& members = host_call_members_[it->second.index];
+  members.emplace_back(rank, op_index);
+  it->second.bytes = std::max(it->second.bytes, op.bytes);
+  if (members.size() < spec_.hosts->ranks_of[static_cast<size_t>(host)].size()) return;
+  const double seconds = host_bytes_per_s_ > 0 ? static_cast<double>(it->second.bytes) / host_bytes_per_s_ : 0;
+  const uint32_t index = it->second.index;
+  host_calls_.erase(it);
+  net_.events().schedule(net_.events().now() + static_cast<Picoseconds>(seconds * 1e12), this, kHostStepDone, index);
+}
+
+void CollectiveReplay::onEvent(int kind, uint64_t arg) {
+  if (kind != kHostStepDone) return;
+  std::vector<std::pair<int, uint32_t>> members = std::move(host_call_members_[arg]);
+  for (const auto& [rank, op_index] : members) {
+    ranks_[static_cast<size_t>(rank)].ops[op_index] = kDone;
+    wake(rank);
+  }
+  drain();
 }
 
 void CollectiveReplay::drain() {
@@ -232,7 +292,8 @@ CollectiveResult CollectiveReplay::run(Picoseconds end) {
   unfinished_ = static_cast<int>(ranks_.size());
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) wake(r);
   drain();
-  net_.run(end);
+  while (unfinished_ > 0 && net_.events().step(end)) {  // host steps' events too, not only the network's flows
+  }
   net_.on_message_done = nullptr;
   CollectiveResult result;
   result.finished = unfinished_ == 0;

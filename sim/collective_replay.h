@@ -4,8 +4,10 @@
 // schedule as the executor does, as data flow over a window of kDataFlowWindowPhases phases: a send starts once
 // the earlier steps whose bytes it reads are done (and the earlier sends on its connection have started), a
 // receive completes once its message has arrived and the earlier steps that touch its bytes are done. Local
-// reductions and copies take no simulated time, nor do host steps (the node engine's collectives inside a
-// server: NVLink or shared memory, off the network this simulates); they pass dependencies on.
+// reductions and copies take no simulated time; they pass dependencies on. Host steps (the node engine's
+// collectives inside a server: NVLink or shared memory, off the network) start when every rank of the host has
+// reached its k-th one and take the bytes they move at the host's rate (setHostBandwidth; none: no time), so a
+// one-host job's schedule - a single host step - replays too.
 //
 // Several groups can run the same collective at once on one network - the 8 rails of a hierarchical all-reduce,
 // each an all-reduce among the same GPU index of every server - each group with its own ranks.
@@ -33,7 +35,7 @@ struct CollectiveResult {
 void collectiveBandwidth(const ScheduleSpec& spec, size_t dtype_size, double seconds, double* algbw_gbs,
                          double* busbw_gbs);
 
-class CollectiveReplay {
+class CollectiveReplay : private EventHandler {
  public:
   /// Rank r of group g runs on host groups[g][r]; every group runs `spec` (nranks = its size). spec.algorithm
   /// must be concrete (not kAuto); spec.rank is ignored.
@@ -46,16 +48,19 @@ class CollectiveReplay {
   /// Starts every rank at the network's current time and runs until all finish or `end`. Bandwidths are those
   /// of the first group.
   CollectiveResult run(Picoseconds end = kNever);
+  /// Bytes per second each rank's host steps move (NVLink per GPU, a host's memory copy rate); 0: no time.
+  void setHostBandwidth(double bytes_per_s) { host_bytes_per_s_ = bytes_per_s; }
 
  private:
   // What a rank does on the network: the schedule without its buffers, each transfer with the earlier transfers
   // whose data it needs (through local steps). Ranks of equal-sized groups share one; a ring over 1,536 ranks
   // has 3,070 phases per rank.
   struct Op {
-    int32_t peer;        // rank within the group
-    bool send;
-    uint32_t ordinal;    // the j-th send to (receive from) this peer
-    uint64_t bytes;      // sends
+    enum Kind : uint8_t { kSend, kRecv, kHost };
+    int32_t peer;        // rank within the group; -1 for host steps
+    Kind kind;
+    uint32_t ordinal;    // the j-th send to (receive from) this peer; host steps: the j-th of the rank
+    uint64_t bytes;      // sends; host steps: the bytes they move in or out of this rank's memory
     uint32_t deps_begin, deps_end;  // into CompactSchedule::deps: ops that must be done first
   };
   struct CompactSchedule {
@@ -71,6 +76,7 @@ class CollectiveReplay {
     int group_base = 0;  // global id of the group's rank 0
     size_t oldest = 0;   // oldest phase with an op not done
     uint32_t first_open = 0;  // every op before it is done
+    uint32_t host_steps_started = 0;
     std::vector<OpState> ops;
     Picoseconds done = kNever;
   };
@@ -78,6 +84,10 @@ class CollectiveReplay {
   /// Starts and completes what rank's ops allow; ranks it woke go on the work list.
   void progress(int rank);
   void wake(int rank) { woken_.push_back(rank); }
+  /// Rank's host step op_index is ready: it joins its host's call, which starts once every rank of the host has.
+  void joinHostStep(int rank, uint32_t op_index);
+  static constexpr int kHostStepDone = 1;
+  void onEvent(int kind, uint64_t arg) override;
   void drain();
   uint32_t connection(int from, int to);
 
@@ -110,6 +120,13 @@ class CollectiveReplay {
   std::vector<std::pair<int, int>> flow_ranks_;         // per flow id: (from, to); (-1, -1) for others' flows
   int unfinished_ = 0;
   size_t messages_ = 0;
+  double host_bytes_per_s_ = 0;
+  struct HostCall {
+    uint32_t index = 0;  // into host_call_members_
+    uint64_t bytes = 0;
+  };
+  std::unordered_map<uint64_t, HostCall> host_calls_;  // (group's first rank + host, ordinal) -> a call filling up
+  std::vector<std::vector<std::pair<int, uint32_t>>> host_call_members_;  // per call: (rank, op) that joined
 };
 
 }  // namespace megascale::sim

@@ -72,6 +72,48 @@ TEST(CollectiveReplay, HostStepsStayOffTheNetwork) {
   EXPECT_EQ(transfers.messages, staged.messages + 8u * 2);  // plus a send to the host's other owner and one back
 }
 
+// A one-host job: its schedule is the node engine's all-reduce, a single host step, which replays as one call of
+// the host's 8 ranks moving 2 x 7/8 of the vector each at the host's rate, with nothing on the network.
+TEST(CollectiveReplay, AOneHostJobReplaysAsItsEnginesCollective) {
+  const HostLayout layout = HostLayout::blocks(1, 8);
+  Network net;
+  buildStar(net, 1, LinkSpec{});
+  ScheduleSpec spec{Collective::kAllReduce, Algorithm::kHierarchical, 16 << 20, 0, 8, 0, false, &layout};
+  spec.host_steps = true;
+  CollectiveReplay replay(net, std::vector<int>(8, 0), spec, 4, [] { return std::make_unique<congestion::LineRate>(100e9); });
+  replay.setHostBandwidth(20e9);
+  const CollectiveResult r = replay.run(1 * kSecond);
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.messages, 0u);
+  const double expected_s = 2.0 * 7 / 8 * (64 << 20) / 20e9;
+  EXPECT_NEAR(static_cast<double>(r.time) / 1e12, expected_s, expected_s * 1e-6);
+}
+
+// Across hosts the host stages add their time to the rails' rings, and an engine call waits for the host's
+// slowest rank: with a host rate the all-reduce takes longer than with free host steps, by at most the stages'
+// time (their chunks overlap the rings).
+TEST(CollectiveReplay, HostStepsTakeTheirTimeAndWaitForTheirHost) {
+  const HostLayout layout = HostLayout::blocks(4, 2);
+  const auto run = [&](double host_rate) {
+    Network net;
+    buildStar(net, 8, LinkSpec{});
+    ScheduleSpec spec{Collective::kAllReduce, Algorithm::kHierarchical, 4 << 20, 0, 8, 0, false, &layout};
+    spec.host_steps = true;
+    CollectiveReplay replay(net, firstHosts(8), spec, 4, [] { return std::make_unique<congestion::Dcqcn>(congestion::DcqcnParams::firmware(100e9)); });
+    replay.setHostBandwidth(host_rate);
+    return replay.run(1 * kSecond);
+  };
+  const CollectiveResult free_steps = run(0), timed = run(5e9);
+  ASSERT_TRUE(free_steps.finished);
+  ASSERT_TRUE(timed.finished);
+  EXPECT_EQ(timed.messages, free_steps.messages);
+  const double stages_s = 2.0 * (1.0 / 2) * (16 << 20) / 5e9;  // every chunk's reduce-scatter and all-gather
+  EXPECT_GT(timed.time, free_steps.time);
+  EXPECT_LE(static_cast<double>(timed.time - free_steps.time) / 1e12, stages_s * 1.01);
+  std::printf("hierarchical all-reduce 16 MiB over 4 x 2: %.3f ms with free host steps, %.3f ms at 5 GB/s host copies\n",
+              free_steps.time / 1e9, timed.time / 1e9);
+}
+
 TEST(CollectiveReplay, ASingleRankFinishesAtOnce) {
   const CollectiveResult r = replay(Collective::kAllReduce, Algorithm::kRing, 1, 1000);
   EXPECT_TRUE(r.finished);
