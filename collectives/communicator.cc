@@ -834,9 +834,8 @@ std::shared_ptr<Communicator> Communicator::splitStrided(const RankStride& group
   auto comm = makeChild(child_links, new_rank, group.count,
                         [group](int peer) { return group.first + peer * group.stride; });
   if (layout_at_creation_) {  // fixed since this communicator's creation: the child's follows with no exchange
-    std::vector<int> host_of;
-    for (int i = 0; i < group.count; ++i) host_of.push_back(layout_->host_of[static_cast<size_t>(group.first + i * group.stride)]);
-    comm->layout_ = std::make_unique<HostLayout>(HostLayout::fromHostOf(host_of));
+    comm->layout_ = std::make_unique<HostLayout>(
+        HostLayout::ofMembers(*layout_, [group](int i) { return group.first + i * group.stride; }, group.count));
     comm->agreed_links_ = agreed_links_;
     comm->layout_at_creation_ = true;
   }

@@ -3,31 +3,45 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
+
+#include "common/status.h"
+#include "topology/cluster.h"
 
 namespace megascale {
 
+HostLayout HostLayout::fromCluster(const topology::Cluster& cluster, int nranks) {
+  const std::vector<int> cluster_host = cluster.hostOfRanks(nranks);
+  // Renumbered in the order of their lowest rank, with no map: a world of 16,384 ranks is built per process.
+  std::vector<int> renumbered(cluster.hosts.size(), -1);
+  HostLayout layout;
+  layout.host_of.reserve(static_cast<size_t>(nranks));
+  layout.local_of.reserve(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    const int h = cluster_host[static_cast<size_t>(r)];
+    if (h < 0) {
+      throw Error(ErrorCode::kInvalidArgument, "host layout: the cluster model places rank " + std::to_string(r) + " of " +
+                                                   std::to_string(nranks) + " on no host");
+    }
+    int& host = renumbered[static_cast<size_t>(h)];
+    if (host < 0) {
+      host = static_cast<int>(layout.ranks_of.size());
+      layout.ranks_of.emplace_back();
+    }
+    layout.host_of.push_back(host);
+    layout.local_of.push_back(static_cast<int>(layout.ranks_of[static_cast<size_t>(host)].size()));
+    layout.ranks_of[static_cast<size_t>(host)].push_back(r);
+  }
+  return layout;
+}
+
 HostLayout HostLayout::fromKeys(const std::vector<uint64_t>& keys) {
-  std::map<uint64_t, int> index;
-  std::vector<int> host_of;
-  for (uint64_t key : keys) host_of.push_back(index.emplace(key, static_cast<int>(index.size())).first->second);
-  return fromHostOf(host_of);
+  return fromCluster(topology::Cluster::fromHostKeys(keys), static_cast<int>(keys.size()));
 }
 
 HostLayout HostLayout::blocks(int hosts, int per_host) {
-  // Built directly (hosts in order, ranks in order): fromHostOf's map would cost a lookup per rank.
-  HostLayout layout;
-  layout.host_of.reserve(static_cast<size_t>(hosts) * static_cast<size_t>(per_host));
-  layout.local_of.reserve(layout.host_of.capacity());
-  layout.ranks_of.resize(static_cast<size_t>(hosts));
-  for (int h = 0, r = 0; h < hosts; ++h) {
-    for (int l = 0; l < per_host; ++l, ++r) {
-      layout.host_of.push_back(h);
-      layout.local_of.push_back(l);
-      layout.ranks_of[static_cast<size_t>(h)].push_back(r);
-    }
-  }
-  return layout;
+  return fromCluster(topology::Cluster::blocks(hosts, per_host), hosts * per_host);
 }
 
 std::shared_ptr<const HostLayout> HostLayout::sharedBlocks(int hosts, int per_host) {
@@ -54,6 +68,13 @@ HostLayout HostLayout::fromHostOf(const std::vector<int>& given) {
     layout.ranks_of[static_cast<size_t>(host)].push_back(static_cast<int>(r));
   }
   return layout;
+}
+
+HostLayout HostLayout::ofMembers(const HostLayout& parent, const std::function<int(int)>& member, int count) {
+  std::vector<int> host_of;
+  host_of.reserve(static_cast<size_t>(std::max(count, 0)));
+  for (int i = 0; i < count; ++i) host_of.push_back(parent.host_of.at(static_cast<size_t>(member(i))));
+  return fromHostOf(host_of);
 }
 
 int HostLayout::minRanksPerHost() const {

@@ -1,7 +1,9 @@
 #include "topology/cluster.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
+#include <unordered_map>
 
 namespace megascale::topology {
 namespace {
@@ -29,6 +31,33 @@ std::string rankRanges(const std::vector<int>& ranks) {
 }
 
 }  // namespace
+
+Cluster Cluster::blocks(int hosts, int per_host) {
+  Cluster cluster;
+  cluster.hosts.resize(static_cast<size_t>(std::max(hosts, 0)));
+  for (int h = 0, r = 0; h < hosts; ++h) {
+    Host& host = cluster.hosts[static_cast<size_t>(h)];
+    host.name = "host" + std::to_string(h);
+    host.ranks.reserve(static_cast<size_t>(std::max(per_host, 0)));
+    for (int l = 0; l < per_host; ++l) host.ranks.push_back(r++);
+  }
+  return cluster;
+}
+
+Cluster Cluster::fromHostKeys(const std::vector<uint64_t>& keys) {
+  Cluster cluster;
+  std::unordered_map<uint64_t, size_t> index;
+  for (size_t r = 0; r < keys.size(); ++r) {
+    const auto [it, fresh] = index.emplace(keys[r], cluster.hosts.size());
+    if (fresh) {
+      char name[17];
+      std::snprintf(name, sizeof(name), "%016llx", static_cast<unsigned long long>(keys[r]));
+      cluster.hosts.push_back(Host{name, {}, {}, {}});
+    }
+    cluster.hosts[it->second].ranks.push_back(static_cast<int>(r));
+  }
+  return cluster;
+}
 
 int Cluster::findHost(std::string_view name) const { return indexByName(hosts, name); }
 int Cluster::findSwitch(std::string_view name) const { return indexByName(switches, name); }

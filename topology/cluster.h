@@ -4,6 +4,7 @@
 // `megascale-run --print-topology`; used for rank placement (placement.h) and by topology-aware collectives.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,13 @@ struct Switch {
 struct Cluster {
   std::vector<Host> hosts;
   std::vector<Switch> switches;
+
+  /// `hosts` hosts of `per_host` consecutive ranks each, named "host0", "host1", ... (a launcher's block
+  /// placement: MEGASCALE_HOST_BLOCK, or one host of every rank).
+  static Cluster blocks(int hosts, int per_host);
+  /// A host per distinct key (equal keys: the same host; ranks that know only their host's identity), hosts in
+  /// the order of their lowest rank, each named by its key in hex.
+  static Cluster fromHostKeys(const std::vector<uint64_t>& keys);
 
   /// Index of the host or switch with this name; -1 when there is none.
   int findHost(std::string_view name) const;
