@@ -554,16 +554,35 @@ void Communicator::execute(Task& task, Status broken) {
 // finishes the engine call begun here).
 Status Communicator::beginHere(Task& task, bool* done) {
   *done = false;
-  if (task.spec.collective == Collective::kSendRecv) return Status::ok();
+  const Schedule* lone = nullptr;
+  MSC_RETURN_IF_ERROR(loneHostSchedule(task, &lone));
+  return lone == nullptr ? Status::ok() : loneHostStep(task, *lone).begin(done);
+}
+
+Status Communicator::loneHostSchedule(Task& task, const Schedule** schedule) {
+  *schedule = nullptr;
+  if (!servesWholeHost() || task.spec.collective == Collective::kSendRecv) return Status::ok();
   MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
-  const algorithms::AlgorithmRow* row = algorithms::rowOf(task.spec.algorithm);
-  if (row == nullptr || !row->servesWholeHost(task.spec.collective)) return Status::ok();
-  const Schedule schedule = buildSchedule(task.spec);
-  if (!isLoneHostStep(schedule)) return Status::ok();
-  flight_.started(task.record, static_cast<uint8_t>(task.spec.algorithm));
+  const ScheduleSpec& spec = task.spec;
+  const bool cached = lone_cache_ && lone_cache_->collective == spec.collective &&
+                      lone_cache_->algorithm == spec.algorithm && lone_cache_->count == spec.count &&
+                      lone_cache_->in_place == spec.in_place;
+  if (!cached) {
+    const algorithms::AlgorithmRow* row = algorithms::rowOf(spec.algorithm);
+    if (row == nullptr || !row->servesWholeHost(spec.collective)) return Status::ok();
+    Schedule built = buildSchedule(spec);
+    if (!isLoneHostStep(built)) return Status::ok();
+    lone_cache_ = LoneSchedule{spec.collective, spec.algorithm, spec.count, spec.in_place, std::move(built)};
+  }
+  if (!task.started) flight_.started(task.record, static_cast<uint8_t>(spec.algorithm));
   task.started = true;
-  return beginLoneHostStep(schedule, task.in, task.out, task.type, task.op, task.tag, nranks_, *host_stage_,
-                           [&task] { return task.describe(); }, done);
+  *schedule = &lone_cache_->schedule;
+  return Status::ok();
+}
+
+LoneHostStep Communicator::loneHostStep(Task& task, const Schedule& schedule) {
+  return LoneHostStep{schedule, task.in,  task.out, task.type, task.op, task.tag, nranks_, *host_stage_,
+                      [&task] { return task.describe(); }};
 }
 
 Status Communicator::guarded(const Task& task, const std::function<Status()>& body) {
@@ -613,6 +632,9 @@ void Communicator::finishTask(Task& task, const Status& status) {
 }
 
 Status Communicator::run(Task& task) {
+  const Schedule* lone = nullptr;
+  MSC_RETURN_IF_ERROR(loneHostSchedule(task, &lone));
+  if (lone != nullptr) return loneHostStep(task, *lone).runToEnd();
   PreparedRun prepared;
   MSC_RETURN_IF_ERROR(prepareRun(task, false, &prepared));
   return runToEnd(*prepared.run);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -199,6 +200,10 @@ class Communicator {
   /// On the caller's thread, for a one-host communicator: chooses the task's algorithm and, where its schedule
   /// is the node engine's collective alone, starts it (*done when it finished). A failure breaks the communicator.
   Status beginHere(Task& task, bool* done);
+  /// Where the task's schedule (chosen now if it is not yet) is the node engine's collective alone, a one-host
+  /// communicator's: *schedule points to it (valid until the next task), its start recorded; else null.
+  Status loneHostSchedule(Task& task, const Schedule** schedule);
+  LoneHostStep loneHostStep(Task& task, const Schedule& schedule);
   /// The node engine serves every rank (they share one host): host_stage_ covers the communicator.
   bool servesWholeHost() const { return host_stage_ != nullptr && host_stage_->size() == nranks_; }
   /// Runs body() for the task: an exception becomes the task's error; an error breaks off the connections (peers
@@ -284,6 +289,16 @@ class Communicator {
   std::function<int(int)> world_rank_of_;  // this communicator's rank -> the world's
   std::atomic<uint32_t> children_{0};     // splits so far
   ScratchCache scratch_;                    // the thread running a task
+  // A one-host communicator's latest lone host-step schedule and what it was built for: a training loop repeats a
+  // few operations, which find it here instead of building one each (the thread running a task).
+  struct LoneSchedule {
+    Collective collective;
+    Algorithm algorithm;
+    size_t count;
+    bool in_place;
+    Schedule schedule;
+  };
+  std::optional<LoneSchedule> lone_cache_;
   // The thread running a task (a split sets it before any task). Shared and immutable: communicators of one
   // process with the same placement hold one copy (a layout is a few integers per rank of the world).
   std::shared_ptr<const HostLayout> layout_;

@@ -22,27 +22,25 @@ int algorithmPeers(Algorithm algorithm, int nranks) {
 
 std::optional<Algorithm> modelAlgorithm(Collective collective, const ClusterShape& shape, const LinkCosts& links,
                                         size_t count, size_t dtype_size) {
-  struct Candidate {
-    const algorithms::AlgorithmRow* row;
-    double seconds;
+  // Two passes over the rows, pricing each twice (a few multiplications), instead of a list allocated on every
+  // operation's choice.
+  const auto price = [&](const algorithms::AlgorithmRow* row) {
+    if (!row->priced(collective) || row->preferred_from_bytes != SIZE_MAX) return algorithms::kNever;
+    return row->seconds(collective, shape, links, count, dtype_size);
   };
-  std::vector<Candidate> candidates;
   double cheapest = algorithms::kNever;
-  for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
-    if (!row->priced(collective) || row->preferred_from_bytes != SIZE_MAX) continue;
-    candidates.push_back(Candidate{row, row->seconds(collective, shape, links, count, dtype_size)});
-    cheapest = std::min(cheapest, candidates.back().seconds);
-  }
+  for (const algorithms::AlgorithmRow* row : algorithms::rows()) cheapest = std::min(cheapest, price(row));
   if (cheapest == algorithms::kNever) return std::nullopt;
   std::optional<Algorithm> best;
   double best_seconds = algorithms::kNever;
   int best_peers = std::numeric_limits<int>::max();
-  for (const Candidate& c : candidates) {
-    if (c.seconds > cheapest * (1 + kNearTie)) continue;
-    const int peers = c.row->peerCount(shape.ranks);
-    if (peers < best_peers || (peers == best_peers && c.seconds < best_seconds)) {
-      best = c.row->id;
-      best_seconds = c.seconds;
+  for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
+    const double seconds = price(row);
+    if (seconds == algorithms::kNever || seconds > cheapest * (1 + kNearTie)) continue;
+    const int peers = row->peerCount(shape.ranks);
+    if (peers < best_peers || (peers == best_peers && seconds < best_seconds)) {
+      best = row->id;
+      best_seconds = seconds;
       best_peers = peers;
     }
   }

@@ -219,17 +219,24 @@ bool isLoneHostStep(const Schedule& s) {
   return s.phases.size() == 1 && s.phases[0].local.empty() && s.phases[0].comm.size() == 1 && s.phases[0].comm[0].isHost();
 }
 
-Status beginLoneHostStep(const Schedule& s, const void* in, void* out, mscDataType_t type, mscRedOp_t op, uint32_t tag,
-                         int nranks_for_average, HostStage& host, std::function<std::string()> describe, bool* done) {
-  const Step& step = s.phases[0].comm[0];
+Status LoneHostStep::begin(bool* done) const { return run(done); }
+
+Status LoneHostStep::runToEnd() const { return run(nullptr); }
+
+Status LoneHostStep::run(bool* done) const {
+  const Step& step = schedule.phases[0].comm[0];
   const size_t es = dtypeSize(type);
   const auto at = [&](const Slice& x) {
     return (x.buffer == kInput ? static_cast<uint8_t*>(const_cast<void*>(in)) : static_cast<uint8_t*>(out)) + x.offset * es;
   };
   node::NodeCall call;
-  MSC_RETURN_IF_ERROR(host.callFor(step, at(step.a), at(step.dst), type, op, hostStepTag(tag, 0), std::move(describe), &call));
-  MSC_RETURN_IF_ERROR(host.begin(std::move(call), done));
-  if (*done && op == mscAvg && s.result.count > 0) finishAverage(type, at(s.result), s.result.count, nranks_for_average);
+  MSC_RETURN_IF_ERROR(host.callFor(step, at(step.a), at(step.dst), type, op, hostStepTag(tag, 0), describe, &call));
+  bool finished = true;
+  MSC_RETURN_IF_ERROR(done != nullptr ? host.begin(std::move(call), &finished) : host.runHere(std::move(call)));
+  if (done != nullptr) *done = finished;
+  if (finished && op == mscAvg && schedule.result.count > 0) {
+    finishAverage(type, at(schedule.result), schedule.result.count, nranks_for_average);
+  }
   return Status::ok();
 }
 

@@ -95,11 +95,30 @@ class ScheduleRun {
 bool isLoneHostStep(const Schedule& s);
 /// The engine tag of an operation's `ordinal`-th host step (the operation's tag is its transfers').
 inline uint32_t hostStepTag(uint32_t tag, uint32_t ordinal) { return tag + 1 + ordinal; }
-/// For a lone host step (isLoneHostStep), on the caller's thread with no run of its own: starts it, and finishes
-/// it (the average's division included) if the host's ranks keep up within the engine's spin budget (*done).
-/// Otherwise a ScheduleRun of the same schedule and tag must run next: its host step finishes the begun call.
-Status beginLoneHostStep(const Schedule& s, const void* in, void* out, mscDataType_t type, mscRedOp_t op, uint32_t tag,
-                         int nranks_for_average, HostStage& host, std::function<std::string()> describe, bool* done);
+/// A schedule that is one host step (isLoneHostStep), run without a ScheduleRun: there is nothing to overlap or
+/// order, so the engine call is the whole run (a one-host communicator's small operations cost no more than the
+/// engine's own). The average's division is the run's too.
+struct LoneHostStep {
+  const Schedule& schedule;
+  const void* in;
+  void* out;
+  mscDataType_t type;
+  mscRedOp_t op;
+  uint32_t tag;
+  int nranks_for_average;
+  HostStage& host;
+  std::function<std::string()> describe;
+
+  /// On the caller's thread: starts it, and finishes it if the host's ranks keep up within the engine's spin
+  /// budget (*done). Otherwise a run of the same schedule and tag (runToEnd, or a ScheduleRun) must come next,
+  /// on any thread: it finishes the begun call.
+  Status begin(bool* done) const;
+  /// Runs it (or finishes what begin left) on this thread.
+  Status runToEnd() const;
+
+ private:
+  Status run(bool* done) const;
+};
 
 /// Drives a run to its end on this thread.
 Status runToEnd(ScheduleRun& run);

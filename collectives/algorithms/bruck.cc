@@ -34,6 +34,21 @@ int slotsIn(const std::vector<Run>& runs) {
   return total;
 }
 
+// How many runs and slots move in the round at distance `dist`, without listing them (the cost model prices
+// every small all-to-all).
+struct RoundSize {
+  int runs = 0;
+  int slots = 0;
+};
+RoundSize roundSize(int n, int dist) {
+  RoundSize size;
+  for (int begin = dist; begin < n; begin += 2 * dist) {
+    ++size.runs;
+    size.slots += std::min(dist, n - begin);
+  }
+  return size;
+}
+
 Schedule bruckAllToAll(const ScheduleSpec& spec) {
   const int n = spec.nranks, r = spec.rank;
   const size_t c = spec.count;
@@ -44,7 +59,7 @@ Schedule bruckAllToAll(const ScheduleSpec& spec) {
   }
   // Scratch: the n rotated slots, then a packing area and an arrival area of the largest round's size.
   int largest_round = 0;
-  for (int dist = 1; dist < n; dist *= 2) largest_round = std::max(largest_round, slotsIn(movingSlots(n, dist)));
+  for (int dist = 1; dist < n; dist *= 2) largest_round = std::max(largest_round, roundSize(n, dist).slots);
   const size_t pack_at = c * static_cast<size_t>(n), arrive_at = pack_at + c * static_cast<size_t>(largest_round);
   s.scratch_count = arrive_at + c * static_cast<size_t>(largest_round);
   auto slot = [&](int i, int count) { return scratch(c * static_cast<size_t>(i), c * static_cast<size_t>(count)); };
@@ -99,11 +114,11 @@ double bruckAllToAllSeconds(const ClusterShape& shape, const LinkCosts& links, s
   const LinkCost& link = shape.flatLink(links);
   double seconds = 0, copied = 2.0 * (n - 1) * block, copies = n + 2;
   for (int dist = 1; dist < n; dist *= 2) {
-    const std::vector<Run> runs = movingSlots(n, dist);
-    const double moving = slotsIn(runs) * block;
+    const RoundSize round = roundSize(n, dist);
+    const double moving = round.slots * block;
     seconds += link.send_overhead_s + link.transfer(moving);
-    copied += (runs.size() > 1 ? 2 : 1) * moving;
-    copies += static_cast<double>(runs.size() > 1 ? 2 * runs.size() : runs.size());
+    copied += (round.runs > 1 ? 2 : 1) * moving;
+    copies += round.runs > 1 ? 2.0 * round.runs : round.runs;
   }
   return seconds + copies * links.memory.latency_s + copied / links.memory.bytes_per_s;
 }

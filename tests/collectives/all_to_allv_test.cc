@@ -16,18 +16,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-void runRanks(const UniqueId& id, int n, const std::function<void(int, Communicator&)>& body) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      CommunicatorOptions o;
-      o.timeout = 5s;
-      o.transport = "tcp";
-      auto comm = Communicator::create(id, r, n, o);
-      body(r, *comm);
-    });
-  }
-  for (auto& t : threads) t.join();
+void runRanks(const test_support::LocalJob& job, int n, const std::function<void(int, Communicator&)>& body) {
+  CommunicatorOptions o;
+  o.timeout = 5s;
+  o.transport = "tcp";
+  job.runRanks(n, o, [&](int r, const std::shared_ptr<Communicator>& comm) { body(r, *comm); });
 }
 
 // Rank r sends rank p (r + p) % 3 elements (empty blocks too), value 1000 r + 10 p + j; blocks sit in reverse
@@ -37,7 +30,7 @@ size_t blockOf(int from, int to) { return static_cast<size_t>((from + to) % 3); 
 TEST(AllToAllv, UnequalBlocksLandAtTheirDisplacements) {
   test_support::LocalJob job;
   const int n = 4;
-  runRanks(job.id, n, [&](int rank, Communicator& comm) {
+  runRanks(job, n, [&](int rank, Communicator& comm) {
     std::vector<size_t> send_counts(n), send_displs(n), recv_counts(n), recv_displs(n);
     size_t send_at = 0, recv_at = 0;
     for (int p = n - 1; p >= 0; --p) {
@@ -66,7 +59,7 @@ TEST(AllToAllv, UnequalBlocksLandAtTheirDisplacements) {
 
 TEST(AllToAllv, BadArraysAreErrorsNamingTheRank) {
   test_support::LocalJob job;
-  runRanks(job.id, 1, [&](int, Communicator& comm) {
+  runRanks(job, 1, [&](int, Communicator& comm) {
     size_t one[1] = {1}, zero[1] = {0}, two[1] = {2}, huge[1] = {SIZE_MAX / 2};
     float in[2] = {1, 2}, out[2] = {};
     auto message = [&](auto&& call) {
@@ -95,7 +88,7 @@ TEST(AllToAllv, BadArraysAreErrorsNamingTheRank) {
 TEST(AllToAllv, ASizeThePeerDoesNotExpectIsAMismatch) {
   test_support::LocalJob job;
   std::vector<Status> results(2);
-  runRanks(job.id, 2, [&](int rank, Communicator& comm) {
+  runRanks(job, 2, [&](int rank, Communicator& comm) {
     // Rank 0 sends 3 elements to rank 1, which expects 2.
     size_t send_counts[2] = {1, rank == 0 ? size_t{3} : size_t{1}}, recv_counts[2] = {1, 1};
     if (rank == 1) {

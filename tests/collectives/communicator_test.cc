@@ -42,14 +42,7 @@ class CommunicatorTest : public ::testing::TestWithParam<std::string> {
 
   // Runs body(rank, comm) on n threads, one communicator each.
   void runRanks(int n, const std::function<void(int, Communicator&)>& body, std::chrono::milliseconds timeout = 20s) {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        auto comm = Communicator::create(id_, r, n, options(timeout));
-        body(r, *comm);
-      });
-    }
-    for (auto& t : threads) t.join();
+    job_.runRanks(n, options(timeout), [&](int r, const std::shared_ptr<Communicator>& comm) { body(r, *comm); });
   }
 
   test_support::LocalJob job_;

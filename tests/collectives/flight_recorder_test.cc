@@ -203,34 +203,29 @@ TEST(FlightRecorder, CommunicatorsRecordTheirOperationsAndATimeoutDumpsThem) {
     CommunicatorOptions options;
     options.timeout = 600ms;
     options.transport = "tcp";  // the schedule executor, which names the peer it waits for
-    std::vector<std::thread> ranks;
     std::atomic<int> failures{0};
     std::atomic<bool> gave_up{false};
-    for (int r = 0; r < 2; ++r) {
-      ranks.emplace_back([&, r] {
-        auto comm = Communicator::create(job.id, r, 2, options);
-        comm->setName("pair");
-        std::vector<float> data(256, 1.0f);
-        if (!comm->allReduce(data.data(), data.data(), data.size(), mscFloat32, mscSum)->wait(20s).isOk()) ++failures;
-        // Rank 1 skips the second all-reduce: rank 0 times out waiting for it.
-        if (r == 0) {
-          flight::Recorder::process().setCoordinates("tp 0 pp 0 dp 0");
-          const Status timed_out = comm->allReduce(data.data(), data.data(), 3, mscFloat32, mscMax)->wait(20s);
-          if (timed_out.code() != ErrorCode::kTimeout) ++failures;
-          // The error names the group, its members and this rank's coordinates, besides the operation and peer.
-          if (timed_out.message().find("receive from rank 1") == std::string::npos ||
-              timed_out.message().find("[group pair of 2: world ranks 0, 1; this rank: tp 0 pp 0 dp 0]") ==
-                  std::string::npos) {
-            std::fprintf(stderr, "the timeout's message lacks its scope: %s\n", timed_out.message().c_str());
-            ++failures;
-          }
-          gave_up = true;
-        } else {
-          while (!gave_up) std::this_thread::sleep_for(10ms);
+    job.runRanks(2, options, [&](int r, const std::shared_ptr<Communicator>& comm) {
+      comm->setName("pair");
+      std::vector<float> data(256, 1.0f);
+      if (!comm->allReduce(data.data(), data.data(), data.size(), mscFloat32, mscSum)->wait(20s).isOk()) ++failures;
+      // Rank 1 skips the second all-reduce: rank 0 times out waiting for it.
+      if (r == 0) {
+        flight::Recorder::process().setCoordinates("tp 0 pp 0 dp 0");
+        const Status timed_out = comm->allReduce(data.data(), data.data(), 3, mscFloat32, mscMax)->wait(20s);
+        if (timed_out.code() != ErrorCode::kTimeout) ++failures;
+        // The error names the group, its members and this rank's coordinates, besides the operation and peer.
+        if (timed_out.message().find("receive from rank 1") == std::string::npos ||
+            timed_out.message().find("[group pair of 2: world ranks 0, 1; this rank: tp 0 pp 0 dp 0]") ==
+                std::string::npos) {
+          std::fprintf(stderr, "the timeout's message lacks its scope: %s\n", timed_out.message().c_str());
+          ++failures;
         }
-      });
-    }
-    for (auto& t : ranks) t.join();
+        gave_up = true;
+      } else {
+        while (!gave_up) std::this_thread::sleep_for(10ms);
+      }
+    });
     return failures.load();
   });
   ASSERT_EQ(status, 0);
@@ -258,34 +253,34 @@ TEST(FlightRecorder, CommunicatorsRecordTheirOperationsAndATimeoutDumpsThem) {
 // The record shows the algorithm each operation ran, as chosen when it started: an all-to-all of one float on
 // 8 ranks of one host takes pairwise over shared memory, where a message costs about what Bruck's packing copies
 // do, and Bruck over sockets (MEGASCALE_TRANSPORT=tcp), where the chooser prices the ranks' link as the network's.
+// Over shared memory the all-reduce is the node engine's, as the hierarchical row's one-host schedule ("hier").
 TEST(FlightRecorder, RecordsTheAlgorithmChosenOnTheTransportInUse) {
-  for (const auto& [transport, expected] : {std::pair{"shm", "pairwise"}, std::pair{"tcp", "bruck"}}) {
+  for (const auto& [transport, all_to_all] : {std::pair{"shm", "pairwise"}, std::pair{"tcp", "bruck"}}) {
     test_support::LocalJob job;
     CommunicatorOptions options;
     options.transport = transport;
     options.flight_recorder = true;
     const std::string name = std::string("a2a") + transport;
-    std::vector<std::thread> ranks;
     std::atomic<int> failures{0};
-    for (int r = 0; r < 8; ++r) {
-      ranks.emplace_back([&, r] {
-        auto comm = Communicator::create(job.id, r, 8, options);
-        comm->setName(name);
-        std::vector<float> in(8, static_cast<float>(r)), out(8);
-        if (!comm->allToAll(in.data(), out.data(), 1, mscFloat32)->wait(20s).isOk()) ++failures;
-        for (int from = 0; from < 8; ++from) failures += out[static_cast<size_t>(from)] != static_cast<float>(from);
-        if (r == 0) {
-          const RankRecord record = Recorder::process().snapshot("test");
-          const GroupRecord* g = findGroup(record, name, 0);
-          if (g == nullptr || g->ops.size() != 1 || g->ops[0].algorithm != expected) {
-            std::fprintf(stderr, "%s: expected %s, recorded %s\n", transport, expected,
-                         g == nullptr || g->ops.empty() ? "nothing" : g->ops[0].algorithm.c_str());
-            ++failures;
-          }
-        }
-      });
-    }
-    for (auto& t : ranks) t.join();
+    job.runRanks(8, options, [&](int r, const std::shared_ptr<Communicator>& comm) {
+      comm->setName(name);
+      std::vector<float> in(8, static_cast<float>(r)), out(8);
+      if (!comm->allToAll(in.data(), out.data(), 1, mscFloat32)->wait(20s).isOk()) ++failures;
+      for (int from = 0; from < 8; ++from) failures += out[static_cast<size_t>(from)] != static_cast<float>(from);
+      float sum = static_cast<float>(r);
+      if (!comm->allReduce(&sum, &sum, 1, mscFloat32, mscSum)->wait(20s).isOk() || sum != 28) ++failures;
+      if (r != 0) return;
+      const RankRecord record = Recorder::process().snapshot("test");
+      const GroupRecord* g = findGroup(record, name, 0);
+      const bool shm = std::string(transport) == "shm";
+      if (g == nullptr || g->ops.size() != 2 || g->ops[0].algorithm != all_to_all ||
+          (g->ops[1].algorithm == "hier") != shm) {
+        std::fprintf(stderr, "%s: expected %s, then %s; recorded %s, %s\n", transport, all_to_all,
+                     shm ? "hier" : "a flat all-reduce", g == nullptr || g->ops.empty() ? "nothing" : g->ops[0].algorithm.c_str(),
+                     g == nullptr || g->ops.size() < 2 ? "nothing" : g->ops[1].algorithm.c_str());
+        ++failures;
+      }
+    });
     EXPECT_EQ(failures.load(), 0) << transport;
   }
 }

@@ -163,18 +163,25 @@ TEST_F(HostStageTest, ABegunLoneStepIsFinishedByTheRunOfItsSchedule) {
   const Schedule schedule = loneAllReduce(8);
   std::array<std::vector<int32_t>, 2> in{std::vector<int32_t>(8, 3), std::vector<int32_t>(8, 5)};
   std::array<std::vector<int32_t>, 2> out{std::vector<int32_t>(8, -1), std::vector<int32_t>(8, -1)};
-  bool done = true;
-  Status s = beginLoneHostStep(schedule, in[0].data(), out[0].data(), mscInt32, mscAvg, 7, 2, *stages_[0],
-                               [] { return std::string("test all-reduce"); }, &done);
-  ASSERT_TRUE(s.isOk()) << s.message();
-  ASSERT_FALSE(done) << "rank 11 has not arrived, yet rank 10's all-reduce finished";
-  Status late;
-  std::thread other([&] { late = execute(1, schedule, {in[1].data(), out[1].data()}, mscAvg); });
-  s = execute(0, schedule, {in[0].data(), out[0].data()}, mscAvg);
-  other.join();
-  ASSERT_TRUE(s.isOk()) << s.message();
-  ASSERT_TRUE(late.isOk()) << late.message();
-  for (int r = 0; r < 2; ++r) EXPECT_EQ(out[r], std::vector<int32_t>(8, 4)) << "rank " << r;
+  const auto lone = [&](int r) {
+    return LoneHostStep{schedule, in[r].data(), out[r].data(), mscInt32, mscAvg, 7, 2, *stages_[r],
+                        [] { return std::string("test all-reduce"); }};
+  };
+  // Finished by a ScheduleRun, then by the lone step's own runToEnd.
+  for (bool schedule_run : {true, false}) {
+    out = {std::vector<int32_t>(8, -1), std::vector<int32_t>(8, -1)};
+    bool done = true;
+    Status s = lone(0).begin(&done);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    ASSERT_FALSE(done) << "rank 11 has not arrived, yet rank 10's all-reduce finished";
+    Status late;
+    std::thread other([&] { late = lone(1).runToEnd(); });
+    s = schedule_run ? execute(0, schedule, {in[0].data(), out[0].data()}, mscAvg) : lone(0).runToEnd();
+    other.join();
+    ASSERT_TRUE(s.isOk()) << s.message();
+    ASSERT_TRUE(late.isOk()) << late.message();
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(out[r], std::vector<int32_t>(8, 4)) << "rank " << r << " schedule_run " << schedule_run;
+  }
   // Both ranks on time: begun here, finished here, divided once.
   std::array<bool, 2> finished{};
   std::array<Status, 2> status;
@@ -183,8 +190,7 @@ TEST_F(HostStageTest, ABegunLoneStepIsFinishedByTheRunOfItsSchedule) {
     out[r].assign(8, -1);
     threads.emplace_back([&, r] {
       bool here = false;
-      status[r] = beginLoneHostStep(schedule, in[r].data(), out[r].data(), mscInt32, mscAvg, 7, 2, *stages_[r],
-                                    [] { return std::string("test all-reduce"); }, &here);
+      status[r] = lone(r).begin(&here);
       if (status[r].isOk() && !here) status[r] = execute(r, schedule, {in[r].data(), out[r].data()}, mscAvg);
       finished[r] = here;
     });

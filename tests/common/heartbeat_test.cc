@@ -60,6 +60,30 @@ TEST(Heartbeat, AChildReportsIntoTheSlotItInherited) {
   EXPECT_EQ(table.slot(2).beats.load(), 0u);
 }
 
+// A process the rank forks (a data-loader worker, a shell-out) is not the rank: it reports nothing into the
+// rank's slot, while the rank keeps reporting.
+TEST(Heartbeat, AForkedChildOfTheRankReportsNothing) {
+  Table table(1);
+  table.clear();
+  ASSERT_EQ(inChild(table.environmentValue(0),
+                    [] {
+                      reportStep(1, "rank");
+                      const pid_t grandchild = fork();
+                      if (grandchild == 0) {
+                        reportStep(99, "forked");
+                        _exit(mySlot() == nullptr ? 0 : 1);
+                      }
+                      int status = 0;
+                      waitpid(grandchild, &status, 0);
+                      reportStep(2, "rank");
+                      return WIFEXITED(status) && WEXITSTATUS(status) == 0 && mySlot() != nullptr ? 0 : 1;
+                    }),
+            0);
+  EXPECT_EQ(table.slot(0).step.load(), 2);
+  EXPECT_EQ(table.slot(0).beats.load(), 2u);
+  EXPECT_EQ(unpackName(table.slot(0).phase.load()), "rank");
+}
+
 TEST(Heartbeat, WithoutAValidTableAProcessReportsNothingAndGoesOn) {
   for (const char* value : {"", "not-a-slot", "999:0", "0:-1"}) {
     EXPECT_EQ(inChild(value,

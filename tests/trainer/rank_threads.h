@@ -5,12 +5,8 @@
 #include <omp.h>
 
 #include <chrono>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #include "collectives/communicator.h"
 #include "local_job.h"
@@ -29,22 +25,10 @@ inline CommunicatorOptions rankOptions(std::chrono::milliseconds timeout = std::
 /// Runs body(rank, communicator) on n threads and rethrows the first exception any of them threw.
 inline void runRanks(int n, const std::function<void(int, std::shared_ptr<Communicator>)>& body) {
   test_support::LocalJob job;
-  std::mutex mutex;
-  std::exception_ptr failure;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      omp_set_num_threads(1);
-      try {
-        body(r, Communicator::create(job.id, r, n, rankOptions()));
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  job.runRanks(n, rankOptions(), [&](int r, const std::shared_ptr<Communicator>& comm) {
+    omp_set_num_threads(1);
+    body(r, comm);
+  });
 }
 
 }  // namespace megascale::trainer::testing

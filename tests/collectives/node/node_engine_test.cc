@@ -64,19 +64,12 @@ class NodePathTest : public ::testing::TestWithParam<Path> {
  protected:
 
   void runRanks(int n, const std::function<void(int, Communicator&)>& body) {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        CommunicatorOptions o;
-        o.timeout = 20s;
-        o.transport = "shm";
-        o.transport_options.handshake_timeout_ms = 20000;
-        GetParam().set(o.node);
-        auto comm = Communicator::create(id_, r, n, o);
-        body(r, *comm);
-      });
-    }
-    for (auto& t : threads) t.join();
+    CommunicatorOptions o;
+    o.timeout = 20s;
+    o.transport = "shm";
+    o.transport_options.handshake_timeout_ms = 20000;
+    GetParam().set(o.node);
+    job_.runRanks(n, o, [&](int r, const std::shared_ptr<Communicator>& comm) { body(r, *comm); });
   }
 
   test_support::LocalJob job_;
