@@ -137,4 +137,15 @@ bool choiceNeedsHostLayout(Collective collective) {
   return needs[static_cast<size_t>(collective)];
 }
 
+bool someRowServesWholeHost(Collective collective) {
+  static const std::array<bool, kCollectiveCount> serves = [] {
+    std::array<bool, kCollectiveCount> table{};
+    for (const algorithms::AlgorithmRow* row : algorithms::rows()) {
+      for (size_t c = 0; c < kCollectiveCount; ++c) table[c] = table[c] || row->servesWholeHost(static_cast<Collective>(c));
+    }
+    return table;
+  }();
+  return serves[static_cast<size_t>(collective)];
+}
+
 }  // namespace megascale

@@ -33,4 +33,7 @@ Algorithm chooseAlgorithm(const ScheduleSpec& spec, size_t dtype_size);
 /// tuning table's shapes): the communicator learns its host layout before choosing.
 bool choiceNeedsHostLayout(Collective collective);
 
+/// Whether some row serves `collective` on a one-host communicator through its node engine (whole_host_for).
+bool someRowServesWholeHost(Collective collective);
+
 }  // namespace megascale

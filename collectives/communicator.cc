@@ -473,11 +473,12 @@ std::shared_ptr<Work> Communicator::enqueue(Task task) {
   }
   recordIssued(task, task.seq);
   heartbeat::reportIssued(packed_name_, task.seq, static_cast<uint32_t>(task.spec.collective));
-  // Small collectives of a one-host communicator start right here when nothing is ahead of them: handing them
-  // to the worker and waking the caller again would cost more than the operation.
+  // Small collectives of a one-host communicator's node engine start right here when nothing is ahead of them:
+  // handing them to the worker and waking the caller again would cost more than the operation.
   size_t payload = task.spec.count * dtypeSize(task.type) *
                    (task.spec.collective == Collective::kAllReduce ? 1 : static_cast<size_t>(nranks_));
-  if (servesWholeHost() && payload <= options_.inline_bytes && queue_.empty() && running_ == 0) {
+  if (servesWholeHost() && someRowServesWholeHost(task.spec.collective) && payload <= options_.inline_bytes &&
+      queue_.empty() && running_ == 0) {
     ++running_;
     lock.unlock();
     bool done = false;
@@ -561,7 +562,7 @@ Status Communicator::beginHere(Task& task, bool* done) {
 
 Status Communicator::loneHostSchedule(Task& task, const Schedule** schedule) {
   *schedule = nullptr;
-  if (!servesWholeHost() || task.spec.collective == Collective::kSendRecv) return Status::ok();
+  if (!servesWholeHost() || !someRowServesWholeHost(task.spec.collective)) return Status::ok();
   MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
   const ScheduleSpec& spec = task.spec;
   const bool cached = lone_cache_ && lone_cache_->collective == spec.collective &&
