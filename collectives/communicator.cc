@@ -671,8 +671,10 @@ Status Communicator::prepareRun(Task& task, bool shared_driver, PreparedRun* out
 // The one decision per operation (algorithm_choice.h), with the host layout where the choice or the schedule
 // depends on it.
 Status Communicator::resolveAlgorithm(Task& task) {
+  if (task.resolved) return Status::ok();  // a one-host task asks first for its lone schedule, then for its run
   const bool choose = task.spec.algorithm == Algorithm::kAuto;
   if (needsHostLayout(task)) MSC_RETURN_IF_ERROR(ensureHostLayout());
+  task.resolved = true;
   if (!choose && task.spec.algorithm != Algorithm::kHierarchical) return Status::ok();
   task.spec.hosts = layout_.get();
   task.spec.host_steps = host_stage_ != nullptr;

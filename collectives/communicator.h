@@ -160,7 +160,8 @@ class Communicator {
     mscRedOp_t op;
     std::vector<PointToPoint> p2p;  // a transfer to this rank itself pairs with one from it: a local copy
     const char* p2p_name = "send/recv";
-    bool started = false;  // its start is recorded (it began on the caller's thread)
+    bool started = false;   // its start is recorded (it began on the caller's thread)
+    bool resolved = false;  // its algorithm is chosen and its spec knows the host layout (resolveAlgorithm)
     uint32_t seq = 0;
     uint32_t tag = 0;
     uint64_t record = 0;  // its flight-recorder ticket

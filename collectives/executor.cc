@@ -251,10 +251,6 @@ Status ScheduleRun::State::startHostStep(const Step& step, uint64_t* ticket) {
   MSC_RETURN_IF_ERROR(ctx.host->callFor(step, at(step.a), at(step.dst), type, op, hostStepTag(ctx.tag, ordinal),
                                         [ordinal] { return "step " + std::to_string(ordinal); }, &call));
   host_in_use = ctx.host;
-  if (isLoneHostStep(schedule) && !ctx.shared_driver) {  // nothing to overlap it with: this thread runs it
-    *ticket = 0;
-    return ctx.host->runHere(std::move(call));
-  }
   *ticket = ctx.host->start(std::move(call));
   return Status::ok();
 }
@@ -284,7 +280,7 @@ Status ScheduleRun::State::pass(bool* moved, bool* slot_wait) {
       if (step.isHost()) {
         s = startHostStep(step, &n.host_ticket);
         if (!s.isOk()) return fail(s.code(), s.message());
-        n.state = n.host_ticket == 0 ? Node::kDone : Node::kPosted;  // ticket 0: it ran on this thread
+        n.state = Node::kPosted;
         *moved = true;
         continue;
       }

@@ -56,49 +56,46 @@ uint64_t HostStage::start(node::NodeCall call) {
 
 Status HostStage::runHere(node::NodeCall call) {
   call.aborted = &cancelled_;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!failure_.isOk()) return failure_;
-  }
+  if (failed_.load(std::memory_order_acquire)) return failure();
   return runOne(call);
 }
 
 Status HostStage::begin(node::NodeCall call, bool* done) {
   call.aborted = &cancelled_;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!failure_.isOk()) return failure_;
-  }
-  *done = false;
+  *done = true;
+  if (failed_.load(std::memory_order_acquire)) return failure();
+  return engineCall([&] {
+    const Status status = engine_->begin(call, done);
+    begun_ = status.isOk() && !*done;
+    return status;
+  });
+}
+
+Status HostStage::runOne(const node::NodeCall& call) {
+  return engineCall([&] {
+    const bool begun = begun_;
+    begun_ = false;
+    return begun ? engine_->resume(call) : engine_->run(call);
+  });
+}
+
+template <typename Call>
+Status HostStage::engineCall(const Call& call) {
   Status status;
   try {
-    status = engine_->begin(call, done);
+    status = call();
   } catch (const Error& e) {
     status = Status(e.code(), e.what());
   }
-  if (status.isOk()) {
-    begun_ = !*done;
-    return status;
-  }
-  *done = true;
+  if (status.isOk()) return status;
   engine_->markFailed();
   std::lock_guard<std::mutex> lock(mutex_);
   recordFailure(status);
   return failure_;
 }
 
-Status HostStage::runOne(const node::NodeCall& call) {
-  Status status;
-  try {
-    status = begun_ ? engine_->resume(call) : engine_->run(call);
-  } catch (const Error& e) {
-    status = Status(e.code(), e.what());
-  }
-  begun_ = false;
-  if (status.isOk()) return status;
-  engine_->markFailed();
+Status HostStage::failure() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  recordFailure(status);
   return failure_;
 }
 
@@ -111,8 +108,7 @@ void HostStage::recordFailure(const Status& status) {
 
 bool HostStage::done(uint64_t ticket, Status* status) const {
   if (failed_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    *status = failure_;
+    *status = failure();
     return true;
   }
   return finished_.load(std::memory_order_acquire) >= ticket;

@@ -3,8 +3,9 @@
 // attach) instead of through a transport's staging buffers. An engine call blocks until every rank of the host
 // has taken part, so the stage runs calls on a thread of its own, one at a time in the order started, while the
 // executor keeps the network transfers moving: one chunk's host stage overlaps another chunk's network stage.
-// A schedule that is a single host step (a one-host communicator's collective) has nothing to overlap: the
-// thread running it calls the engine itself (runHere), and a small one may start on the caller's thread (begin).
+// A schedule that is a single host step (a one-host communicator's collective) has nothing to overlap: run as
+// a LoneHostStep (executor.h), the thread running it calls the engine itself (runHere), and a small one may
+// start on the caller's thread (begin).
 #pragma once
 
 #include <atomic>
@@ -65,7 +66,12 @@ class HostStage {
   void loop(std::stop_token stop);
   /// Runs (or, after begin, finishes) one call; a failure marks the engine failed and stops the stage.
   Status runOne(const node::NodeCall& call);
+  /// An engine call on this thread: a throw becomes its status, a failure marks the engine failed (this is the
+  /// thread that ran it) and stops the stage.
+  template <typename Call>
+  Status engineCall(const Call& call);
   void recordFailure(const Status& status);  // mutex_ held
+  Status failure() const;
 
   std::unique_ptr<node::NodeEngine> engine_;
   const std::vector<int> host_ranks_;

@@ -127,8 +127,8 @@ TEST_F(HostStageTest, AHostRankThatNeverJoinsFailsNamingIt) {
   EXPECT_FALSE(s.isOk());
 }
 
-// A one-host communicator's all-reduce: one host step and nothing else, which the executor's thread runs on
-// the engine itself; an average is divided once.
+// A one-host communicator's all-reduce: one host step and nothing else, run alone (LoneHostStep: the engine
+// called on this thread) or as any schedule (the stage's thread); an average is divided once either way.
 Schedule loneAllReduce(size_t n) {
   Schedule s;
   s.phases.push_back(Phase{{Step{Step::kHostAllReduce, -1, Slice{kInput, 0, n}, {}, Slice{kOutput, 0, n}}}, {}});
@@ -136,22 +136,30 @@ Schedule loneAllReduce(size_t n) {
   return s;
 }
 
-TEST_F(HostStageTest, ALoneHostStepRunsOnTheExecutorsThread) {
+TEST_F(HostStageTest, ALoneHostStepRunsAloneOrAsASchedule) {
   ASSERT_TRUE(isLoneHostStep(loneAllReduce(4)));
   ASSERT_FALSE(isLoneHostStep(hostAllReduce(0, 4)));
-  for (mscRedOp_t op : {mscSum, mscAvg}) {
-    for (size_t n : {size_t{3}, size_t{100000}}) {
-      std::array<std::vector<int32_t>, 2> in{std::vector<int32_t>(n, 4), std::vector<int32_t>(n, 8)}, out;
-      std::array<Status, 2> status;
-      std::vector<std::thread> threads;
-      for (int r = 0; r < 2; ++r) {
-        out[r].assign(n, -1);
-        threads.emplace_back([&, r] { status[r] = execute(r, loneAllReduce(n), {in[r].data(), out[r].data()}, op); });
-      }
-      for (auto& t : threads) t.join();
-      for (int r = 0; r < 2; ++r) {
-        ASSERT_TRUE(status[r].isOk()) << status[r].message();
-        EXPECT_EQ(out[r], std::vector<int32_t>(n, op == mscAvg ? 6 : 12)) << "rank " << r << " n " << n;
+  for (bool alone : {true, false}) {
+    for (mscRedOp_t op : {mscSum, mscAvg}) {
+      for (size_t n : {size_t{3}, size_t{100000}}) {
+        const Schedule schedule = loneAllReduce(n);
+        std::array<std::vector<int32_t>, 2> in{std::vector<int32_t>(n, 4), std::vector<int32_t>(n, 8)}, out;
+        std::array<Status, 2> status;
+        std::vector<std::thread> threads;
+        for (int r = 0; r < 2; ++r) {
+          out[r].assign(n, -1);
+          threads.emplace_back([&, r] {
+            status[r] = alone ? LoneHostStep{schedule, in[r].data(), out[r].data(), mscInt32, op, 7, 2, *stages_[r],
+                                             [] { return std::string("test all-reduce"); }}
+                                    .runToEnd()
+                              : execute(r, schedule, {in[r].data(), out[r].data()}, op);
+          });
+        }
+        for (auto& t : threads) t.join();
+        for (int r = 0; r < 2; ++r) {
+          ASSERT_TRUE(status[r].isOk()) << status[r].message();
+          EXPECT_EQ(out[r], std::vector<int32_t>(n, op == mscAvg ? 6 : 12)) << "rank " << r << " n " << n << " alone " << alone;
+        }
       }
     }
   }
