@@ -33,16 +33,11 @@ class TransportLayer : public P2pLayer {
     // compare the same transfers.
     options_.device_memory_receives =
         transport::mayReceiveIntoDeviceMemory(transport::createTransport(name_, options_)->properties());
+    lanes_ = transport::createTransport(name_, options_)->properties().lanes;  // as the protocol above runs
   }
   std::string name() const override { return "transport"; }
   std::string description() const override {
-    const std::string lanes = name_ == "tcp"       ? std::to_string(options_.tcp.sockets_per_comm) + " socket(s) per comm, "
-                              : name_ == "ibverbs" ? std::to_string(options_.ib.qps_per_connection) +
-                                                         " queue pair(s) per connection" +
-                                                         (options_.device_memory_receives ? ", no eager sends" : "") +
-                                                         ", "
-                                                   : "";
-    return "megascale " + name_ + " transport, " + lanes + "on " + options_.bind_address;
+    return "megascale " + name_ + " transport, " + (lanes_.empty() ? "" : lanes_ + ", ") + "on " + options_.bind_address;
   }
   void listen(uint8_t handle[kP2pHandleBytes]) override {
     uint8_t random[16];
@@ -123,6 +118,7 @@ class TransportLayer : public P2pLayer {
   }
 
   std::string name_;
+  std::string lanes_;  // the transport's own words for its lanes
   transport::TransportOptions options_;
   std::unique_ptr<transport::Transport> listen_transport_, connect_transport_;
   std::unique_ptr<transport::Listener> listener_;

@@ -171,8 +171,10 @@ void CollectiveReplay::progress(int rank) {
       const Op& op = c.ops[i];
       if (!ready(op)) continue;  // before the pair counters: most ops in the window wait for data
       if (op.kind == Op::kHost) {
-        if (op.ordinal != s.host_steps_started) continue;  // the host stage runs them in program order
+        // The host stage runs them one at a time, in program order.
+        if (op.ordinal != s.host_steps_started || s.host_step_running) continue;
         ++s.host_steps_started;
+        s.host_step_running = true;
         s.ops[i] = kInFlight;
         moved = true;
         joinHostStep(rank, i);
@@ -239,7 +241,9 @@ void CollectiveReplay::onEvent(int kind, uint64_t arg) {
   if (kind != kHostStepDone) return;
   std::vector<std::pair<int, uint32_t>> members = std::move(host_call_members_[arg]);
   for (const auto& [rank, op_index] : members) {
-    ranks_[static_cast<size_t>(rank)].ops[op_index] = kDone;
+    RankState& s = ranks_[static_cast<size_t>(rank)];
+    s.ops[op_index] = kDone;
+    s.host_step_running = false;
     wake(rank);
   }
   drain();

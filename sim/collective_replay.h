@@ -6,8 +6,8 @@
 // receive completes once its message has arrived and the earlier steps that touch its bytes are done. Local
 // reductions and copies take no simulated time; they pass dependencies on. Host steps (the node engine's
 // collectives inside a server: NVLink or shared memory, off the network) start when every rank of the host has
-// reached its k-th one and take the bytes they move at the host's rate (setHostBandwidth; none: no time), so a
-// one-host job's schedule - a single host step - replays too.
+// reached its k-th one and take the bytes they move at the host's rate (setHostBandwidth; none: no time), one at a
+// time as the host stage runs them, so a one-host job's schedule - a single host step - replays too.
 //
 // Several groups can run the same collective at once on one network - the 8 rails of a hierarchical all-reduce,
 // each an all-reduce among the same GPU index of every server - each group with its own ranks.
@@ -77,6 +77,7 @@ class CollectiveReplay : private EventHandler {
     size_t oldest = 0;   // oldest phase with an op not done
     uint32_t first_open = 0;  // every op before it is done
     uint32_t host_steps_started = 0;
+    bool host_step_running = false;  // its host stage is in a call (the engine runs one at a time)
     std::vector<OpState> ops;
     Picoseconds done = kNever;
   };

@@ -17,6 +17,7 @@
 #include "congestion/hybrid.h"
 #include "congestion/line_rate.h"
 #include "sim/collective_replay.h"
+#include "sim/shared_nic_allreduce.h"
 #include "sim/metrics.h"
 #include "sim/queue_monitor.h"
 #include "sim/rail_allreduce.h"
@@ -41,7 +42,8 @@ struct Options {
   uint64_t seed = 1;
   std::string csv;
   uint32_t unit_packets = 1;  // simulation unit: packets per simulated train
-  double nvlink_gbs = 300;     // rail all-reduce: per-GPU NVLink bandwidth each way
+  double nvlink_gbs = 300;     // all-reduce: per-GPU NVLink (host-step) bandwidth each way
+  int ranks_per_host = 1;      // fattree/star all-reduce: GPUs sharing each host's NIC
   std::string algorithm = "auto";
   std::string queues;  // prefix of the queue-length CSV and PNG
   double queue_interval_us = 1;
@@ -87,7 +89,9 @@ void applyPreset(const std::string& name, Options* o) {
       "                                 or file:PATH (lines \"src dst bytes start_us\")\n"
       "  --bytes B                      flow size, or the all-reduce's bytes per GPU (default 2000000)\n"
       "  --algorithm A                  all-reduce across hosts: auto (the library's choice), ring, pring, rhd, dbtree\n"
-      "  --nvlink-gbs G                 rail topology all-reduce: NVLink GB/s per GPU each way (default 300)\n"
+      "  --nvlink-gbs G                 all-reduce: NVLink (host-step) GB/s per GPU each way (default 300)\n"
+      "  --ranks-per-host N             fattree/star all-reduce: N GPUs share each host's NIC; the library's\n"
+      "                                 hierarchical schedule, host steps at --nvlink-gbs (default 1: flat)\n"
       "  --unit-packets N               simulate N 4 KiB packets of a flow as one train (default 1): fewer\n"
       "                                 events, less accuracy (docs/congestion.md measures it)\n"
       "  --queues PREFIX                queue lengths of the 8 busiest switch ports over time: PREFIX-<cc>.csv/.png\n"
@@ -124,7 +128,7 @@ Options parse(int argc, char** argv) {
   Options o;
   enum { kTopology = 1000, kK, kHosts, kServers, kRails, kGroup, kRate, kFabric, kDelay, kCc, kWorkload, kBytes,
          kLoad, kDuration, kPfc, kSpray, kSeed, kEnd, kCsv, kHelp, kAggregations, kCores, kUnit, kNvlink, kAlgorithm,
-         kPreset, kQueues, kQueueInterval };
+         kPreset, kQueues, kQueueInterval, kRanksPerHost };
   static const option longs[] = {
       {"topology", required_argument, nullptr, kTopology}, {"k", required_argument, nullptr, kK},
       {"hosts", required_argument, nullptr, kHosts},       {"servers", required_argument, nullptr, kServers},
@@ -140,6 +144,7 @@ Options parse(int argc, char** argv) {
       {"unit-packets", required_argument, nullptr, kUnit},   {"nvlink-gbs", required_argument, nullptr, kNvlink},
       {"algorithm", required_argument, nullptr, kAlgorithm}, {"preset", required_argument, nullptr, kPreset},
       {"queues", required_argument, nullptr, kQueues},     {"queue-interval-us", required_argument, nullptr, kQueueInterval},
+      {"ranks-per-host", required_argument, nullptr, kRanksPerHost},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, nullptr)) != -1) {
@@ -170,6 +175,7 @@ Options parse(int argc, char** argv) {
       case kCores: o.cores = static_cast<int>(number("--cores", optarg, 0)); break;
       case kUnit: o.unit_packets = static_cast<uint32_t>(number("--unit-packets", optarg, 1)); break;
       case kNvlink: o.nvlink_gbs = number("--nvlink-gbs", optarg, 0.001); break;
+      case kRanksPerHost: o.ranks_per_host = static_cast<int>(number("--ranks-per-host", optarg, 1)); break;
       case kAlgorithm: o.algorithm = optarg; break;
       case kPreset: applyPreset(optarg, &o); break;
       case kQueues: o.queues = optarg; break;
@@ -184,6 +190,14 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   if (o.fabric_gbps == 0) o.fabric_gbps = o.rate_gbps;
+  if (o.ranks_per_host > 1 && (o.topology == "rail" || o.workload != "allreduce")) {
+    std::fprintf(stderr, "megascale-sim: --ranks-per-host is for the all-reduce on fattree or star (a rail server's GPUs are --rails)\n");
+    std::exit(2);
+  }
+  if (o.ranks_per_host > 1 && o.algorithm != "auto" && o.algorithm != "hier") {
+    std::fprintf(stderr, "megascale-sim: --ranks-per-host runs the hierarchical all-reduce, not --algorithm %s\n", o.algorithm.c_str());
+    std::exit(2);
+  }
   if (o.unit_packets > 256) {
     std::fprintf(stderr, "megascale-sim: --unit-packets %u is above 256 (1 MiB)\n", o.unit_packets);
     std::exit(2);
@@ -311,7 +325,29 @@ struct AllReduceOutcome {
   const char* algorithm = "";
 };
 
+// Several ranks per host on one NIC: the library's hierarchical schedule, replayed whole (shared_nic_allreduce.h).
+AllReduceOutcome runOnSharedNics(Network& net, const Options& o, const ControlFactory& control, Picoseconds end) {
+  SharedNicAllReduceSpec spec;
+  spec.ranks_per_host = o.ranks_per_host;
+  spec.bytes_per_rank = o.bytes;
+  spec.host_bytes_per_s = o.nvlink_gbs * 1e9;
+  const SharedNicAllReduceResult r = runSharedNicAllReduce(net, spec, control, end);
+  AllReduceOutcome out;
+  out.network = r.run;
+  out.algorithm = algorithmName(r.algorithm);
+  out.ranks = net.hostCount() * o.ranks_per_host;
+  out.step_us = static_cast<double>(r.run.time) / kMicrosecond;
+  out.busbw_gbs = r.run.busbw_gbs;
+  // What each NIC carries: its host's whole vector, reduce-scattered and all-gathered across the hosts.
+  const double hosts = net.hostCount();
+  out.network.busbw_gbs = r.run.time > 0 ? 2 * (hosts - 1) / hosts * static_cast<double>(o.bytes) /
+                                               (static_cast<double>(r.run.time) / 1e12) / 1e9
+                                         : 0;
+  return out;
+}
+
 AllReduceOutcome runAllReduce(Network& net, const Options& o, const ControlFactory& control, Picoseconds end) {
+  if (o.ranks_per_host > 1) return runOnSharedNics(net, o, control, end);
   RailAllReduceSpec spec;
   spec.rails = o.topology == "rail" ? o.rails : 1;
   spec.bytes_per_gpu = o.bytes;

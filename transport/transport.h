@@ -56,6 +56,7 @@ struct Properties {
   bool one_sided_write = false;
   size_t max_message_bytes = SIZE_MAX;
   NicInfo nic;
+  std::string lanes;  // how a connection spreads its bytes, for reports ("2 socket(s) per comm"); empty: one path
 };
 
 /// Registered memory. Host transports need no pinning; the handle still travels so RDMA fits later.

@@ -12,6 +12,8 @@
 // all-gather of the engine (each byte crosses between processes once); all-gather and reduce-scatter, whose
 // chunks are strided over the ranks' blocks, keep the transfers. Every element is reduced in one place and copied from there, so all
 // ranks get bit-identical results.
+#include <algorithm>
+
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/host_layout.h"
 #include "common/status.h"
@@ -293,17 +295,24 @@ Schedule pipelined(const std::vector<Stages>& chunks) {
 }
 
 // The chunks of one collective, built by `chunk(me, begin, count, scratch_at, &scratch_end)`, pipelined;
-// chunks in flight together never share scratch.
+// chunks in flight together never share scratch. Chunks start at multiples of the owners per host, so every
+// chunk but the last splits into the node engine's equal blocks (Place::hostStepsFor) whatever the count: cut
+// evenly, a count that is not a multiple of chunks x owners sent every chunk through the transports instead.
+// The last chunk takes the remainder. The owners are the same number on every rank, so are the chunks.
 template <typename ChunkBuilder>
 Schedule chunked(const ScheduleSpec& spec, const ChunkBuilder& chunk) {
   const Place me = placeOf(spec);
   const size_t chunks = chunksFor(spec.count);
+  const size_t align = static_cast<size_t>(std::max(me.owners, 1));
+  const size_t units = spec.count / align;
   std::vector<Stages> stages;
   size_t scratch_at = 0;
   for (size_t k = 0; k < chunks; ++k) {
-    const Block range = blockOf(spec.count, static_cast<int>(chunks), static_cast<int>(k));
+    const Block range = blockOf(units, static_cast<int>(chunks), static_cast<int>(k));
+    const size_t begin = range.begin * align;
+    const size_t count = range.count * align + (k + 1 == chunks ? spec.count % align : 0);
     size_t end = scratch_at;
-    stages.push_back(chunk(me, range.begin, range.count, scratch_at, &end));
+    stages.push_back(chunk(me, begin, count, scratch_at, &end));
     scratch_at = end;
   }
   Schedule s = pipelined(stages);

@@ -295,6 +295,31 @@ TEST(HierarchicalSchedule, HostStepsReplaceTheIntraHostTransfers) {
   }
 }
 
+// Chunks start at multiples of the owners per host, so a count that is no multiple of chunks x owners (most
+// gradient buckets) still runs every chunk but the last through the engine; the last takes the remainder.
+TEST(HierarchicalSchedule, ChunksAlignToTheEnginesBlocks) {
+  const HostLayout layout = HostLayout::blocks(2, 4);
+  const size_t chunks = 15;  // 1,000,000 elements / 64 Ki
+  for (size_t count : {size_t{1000000}, size_t{1000003}}) {
+    for (int rank = 0; rank < 8; ++rank) {
+      ScheduleSpec spec{Collective::kAllReduce, Algorithm::kHierarchical, count, rank, 8, 0, false, &layout};
+      spec.host_steps = true;
+      size_t host_steps = 0, engine_elements = 0;
+      for (const Phase& p : buildSchedule(spec).phases) {
+        for (const Step& st : p.comm) {
+          if (st.kind != Step::kHostReduceScatter) continue;
+          ++host_steps;
+          EXPECT_EQ(st.a.count % 4, 0u) << "rank " << rank;
+          engine_elements += st.a.count;
+        }
+      }
+      const bool remainder = count % 4 != 0;
+      EXPECT_EQ(host_steps, remainder ? chunks - 1 : chunks) << "count " << count << " rank " << rank;
+      EXPECT_GE(engine_elements, remainder ? count * (chunks - 1) / chunks : count) << "count " << count << " rank " << rank;
+    }
+  }
+}
+
 // On one host served by the node engine, all-reduce, all-gather and reduce-scatter are the engine's own
 // collective: one phase of one host step over the whole buffers, whatever the count (the engine has no blocks to
 // split evenly). Without the engine they stay transfers.

@@ -37,8 +37,7 @@ ParallelCheckpointer::~ParallelCheckpointer() {
 
 std::string ParallelCheckpointer::rankLocalShape() const {
   const ProcessGroups& g = trainer_.groups();
-  return describeShape(model_, optimizer_) + "layout=tp" + std::to_string(g.layout.tp()) + "xpp" +
-         std::to_string(g.layout.pp()) + "xdp" + std::to_string(g.layout.dp()) + "\nchunks=" +
+  return describeShape(model_, optimizer_) + "layout=" + g.layout.describe("x") + "\nchunks=" +
          std::to_string(trainer_.chunks().size()) + "\nrank=" + std::to_string(g.world->rank()) + "\nstate=" +
          std::to_string(trainer_.optimizer().shardStateElements()) + "\n";
 }

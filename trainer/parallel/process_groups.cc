@@ -71,10 +71,10 @@ Communicator::RankStride ParallelLayout::groupAlong(ParallelAxis axis, const Coo
   return Communicator::RankStride{rankOf(first), stride(axis), size(axis)};
 }
 
-std::string ParallelLayout::describe() const {
+std::string ParallelLayout::describe(const char* separator) const {
   std::string text;
   for (ParallelAxis axis : {ParallelAxis::kTensor, ParallelAxis::kPipeline, ParallelAxis::kData}) {
-    text += (text.empty() ? "" : " x ") + std::string(axisName(axis)) + std::to_string(size(axis));
+    text += (text.empty() ? "" : separator) + std::string(axisName(axis)) + std::to_string(size(axis));
   }
   return text;
 }

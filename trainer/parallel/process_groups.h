@@ -54,7 +54,8 @@ struct ParallelLayout {
   int rankOf(const Coordinates& c) const;
   /// The world ranks that differ from `me` only along `axis`, in coordinate order: an arithmetic progression.
   Communicator::RankStride groupAlong(ParallelAxis axis, const Coordinates& me) const;
-  std::string describe() const;  // "tp2 x pp2 x dp2" (reports name them in that order)
+  /// "tp2 x pp2 x dp2" (reports name them in that order); describe("x"): "tp2xpp2xdp2", a checkpoint's.
+  std::string describe(const char* separator = " x ") const;
   std::string describe(const Coordinates& c) const;  // "tp 1 pp 0 dp 1"
 };
 

@@ -134,6 +134,8 @@ IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
     properties_.pointer_kinds |= kDevicePointer;
   }
   properties_.nic = NicInfo{device_->name(), device_->pciPath(), device_->ipv4(), device_->nodeGuid()};
+  properties_.lanes = std::to_string(qp_settings_.qps) + " queue pair(s) per connection" +
+                      (options.device_memory_receives ? ", no eager sends" : "");
 }
 
 bool IbTransport::deviceAvailable() {

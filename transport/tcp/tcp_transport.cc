@@ -250,6 +250,7 @@ TcpTransport::TcpTransport(const TransportOptions& options) : options_(options) 
   properties_.speed_gbps = 10;
   properties_.latency_us = 20;
   properties_.max_recvs = kMaxRecvs;
+  properties_.lanes = std::to_string(std::clamp(options.tcp.sockets_per_comm, 1, tcp_wire::kMaxSockets)) + " socket(s) per comm";
 }
 
 std::unique_ptr<Listener> TcpTransport::listen() { return std::make_unique<TcpListener>(options_); }

@@ -15,6 +15,7 @@ TEST(ParallelLayout, TensorInnermostThenDataThenPipeline) {
   EXPECT_EQ(l.stride(ParallelAxis::kData), 2);
   EXPECT_EQ(l.stride(ParallelAxis::kPipeline), 4);
   EXPECT_EQ(l.describe(), "tp2 x pp4 x dp2");
+  EXPECT_EQ(l.describe("x"), "tp2xpp4xdp2") << "a rank-local checkpoint's layout line: checkpoints written before keep loading";
   for (int r = 0; r < 16; ++r) EXPECT_EQ(l.rankOf(l.coordinatesOf(r)), r);
   const auto c = l.coordinatesOf(5);  // TP groups [0,1],[2,3],..; DP [0,2],[1,3],[4,6],..; PP [0,4,8,12],..
   EXPECT_EQ(c.tp(), 1);

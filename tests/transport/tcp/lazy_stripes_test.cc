@@ -112,6 +112,7 @@ void exchange(Connected& c, const std::vector<size_t>& sizes, bool poll_listener
 
 TEST(LazyStripes, ConnectsWithOneSocketAndStripesFromTheFirstLargeMessage) {
   TcpTransport transport(lazyOptions(3));
+  EXPECT_EQ(transport.properties().lanes, "3 socket(s) per comm");  // what reports print for its lanes
   Connected c = connect(transport);
   ASSERT_TRUE(c.send && c.recv);
   EXPECT_EQ(c.tcpSend()->liveSockets(), 1);
