@@ -218,10 +218,11 @@ TEST(HierarchicalSchedule, PipelinedChunksAreCorrect) {
       }
     }
   }
-  // Host steps: 196612 cuts into chunks of 65538, 65537 and 65537 elements (the first through the node
-  // engine, the others through transfers: both in one schedule); 262144 into 4 even chunks.
+  // Host steps: 196613 cuts into chunks of 65538, 65538 and 65537 elements (the first two through the node
+  // engine, the last, with the remainder, through transfers: both in one schedule); 196612 into 3 chunks of
+  // 65538 and 262144 into 4 even ones, all through the engine.
   for (const HostLayout& layout : {HostLayout::blocks(3, 2), HostLayout::fromHostOf({0, 1, 0, 1})}) {
-    for (size_t count : {size_t{196612}, size_t{262144}}) {
+    for (size_t count : {size_t{196613}, size_t{196612}, size_t{262144}}) {
       for (bool in_place : {false, true}) {
         std::string error =
             runCase({Collective::kAllReduce, Algorithm::kHierarchical}, layout.ranks(), count, 0, in_place, mscSum, &layout, true);
