@@ -1,8 +1,10 @@
 // The emulated RoCE device's objects (testbed only, never part of libmegascale). Each verbs object begins with
 // the libibverbs struct the caller sees, so a pointer converts both ways; the rest is the emulation's state.
 // Device: one per network interface picked by EMU_ROCE_NETDEVS (default: every interface with an
-// IPv4 address but lo; lo when there is none), named "emroce<N>", one port whose GID 0 is the RoCEv2 GID of
-// the interface's address, whose state follows the interface's link (ip link set down: port down).
+// IPv4 address but lo; lo when there is none), named "emroce<N>", one port whose state follows the interface's
+// link (ip link set down: port down) and whose GID table lists the interface's address as a ConnectX does:
+// RoCE v1 first (index 0), RoCE v2 next (index 1). The emulation carries RoCE v2 (UDP/IP) only: a queue pair
+// addressed through the v1 entry is refused, the mistake (a job on v1, which routers drop) it exists to catch.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -33,6 +35,9 @@ struct EmuDevice {
   Netdev netdev;
   uint64_t guid;      // network byte order, from the MAC as EUI-64
 };
+
+constexpr int kGidTableLength = 2;
+constexpr int kRoceV2GidIndex = 1;
 
 /// The devices, found once per process.
 const std::vector<EmuDevice*>& emulatedDevices();

@@ -124,7 +124,7 @@ int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* at
   a.state = linkState(c->device->netdev);
   a.max_mtu = IBV_MTU_4096;
   a.active_mtu = mtuFor(c->device->netdev.mtu);
-  a.gid_tbl_len = 1;
+  a.gid_tbl_len = kGidTableLength;
   a.port_cap_flags = IBV_PORT_CM_SUP;
   a.max_msg_sz = 1u << 31;
   a.pkey_tbl_len = 1;
@@ -137,36 +137,42 @@ int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* at
   return 0;
 }
 
+// The GID table, as a ConnectX lists it: the interface's address as RoCE v1 (index 0), then as RoCE v2
+// (index 1; kRoceV2GidIndex). Both entries hold the same IPv4-mapped GID; only the type tells them apart.
 int ibv_query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
-  if (port != 1 || index != 0) return fail(EINVAL);
+  if (port != 1 || index < 0 || index >= kGidTableLength) return fail(EINVAL);
   *gid = roceGid(emu(context)->device->netdev.ipv4);
   return 0;
 }
 
-// Private (providers' <infiniband/driver.h>): *type is enum ibv_gid_type_sysfs, where RoCE v2 is 1.
+// Private (providers' <infiniband/driver.h>): *type is enum ibv_gid_type_sysfs: IB/RoCE v1 0, RoCE v2 1.
 int ibv_query_gid_type(ibv_context*, uint8_t port, unsigned int index, int* type) {
-  if (port != 1 || index != 0) return fail(EINVAL);
-  *type = 1;
+  if (port != 1 || index >= kGidTableLength) return fail(EINVAL);
+  *type = index == kRoceV2GidIndex ? 1 : 0;
   return 0;
 }
 
 int _ibv_query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry, uint32_t,
                       size_t entry_size) {
-  if (port != 1 || index != 0) return fail(EINVAL);
+  if (port != 1 || index >= kGidTableLength) return fail(EINVAL);
   if (entry_size < sizeof(ibv_gid_entry)) return fail(EINVAL);
   entry->gid = roceGid(emu(context)->device->netdev.ipv4);
-  entry->gid_index = 0;
+  entry->gid_index = index;
   entry->port_num = 1;
-  entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+  entry->gid_type = index == kRoceV2GidIndex ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
   entry->ndev_ifindex = static_cast<uint32_t>(emu(context)->device->netdev.ifindex);
   return 0;
 }
 
 ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries, uint32_t flags,
                              size_t entry_size) {
-  if (max_entries < 1) return -fail(EINVAL);
-  int rc = _ibv_query_gid_ex(context, 1, 0, entries, flags, entry_size);
-  return rc == 0 ? 1 : -rc;
+  if (max_entries < static_cast<size_t>(kGidTableLength)) return -fail(EINVAL);
+  for (uint32_t i = 0; i < kGidTableLength; ++i) {
+    auto* entry = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + i * entry_size);
+    const int rc = _ibv_query_gid_ex(context, 1, i, entry, flags, entry_size);
+    if (rc != 0) return -rc;
+  }
+  return kGidTableLength;
 }
 
 int ibv_query_pkey(ibv_context*, uint8_t port, int index, __be16* pkey) {

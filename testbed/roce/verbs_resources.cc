@@ -258,7 +258,8 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (!transitionAllowed(from, to, mask)) return fail(EINVAL);
   if ((mask & IBV_QP_PORT) && attr->port_num != 1) return fail(EINVAL);
   if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~kAccessFlagsKnown)) return fail(EINVAL);
-  if ((mask & IBV_QP_AV) && attr->ah_attr.is_global && attr->ah_attr.grh.sgid_index != 0) return fail(EINVAL);
+  // RoCE v1 (index 0) is an Ethernet frame routers do not carry; this fabric is routed, so only v2 goes.
+  if ((mask & IBV_QP_AV) && attr->ah_attr.is_global && attr->ah_attr.grh.sgid_index != kRoceV2GidIndex) return fail(EINVAL);
   if ((mask & IBV_QP_AV) && !attr->ah_attr.is_global) return fail(EINVAL);  // RoCE needs the GRH (the GID)
   if ((mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7) return fail(EINVAL);
   if ((mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7) return fail(EINVAL);

@@ -142,7 +142,9 @@ Status IbQpSet::connect(const QpSetInfo& remote, const std::string& peer) {
     attr.ah_attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
     if (api.modify_qp(qps_[i], &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
-      return Status(ErrorCode::kSystem, "ibverbs: queue pair to " + peer + " refused RTR");
+      return Status(ErrorCode::kSystem, "ibverbs: queue pair to " + peer + " refused RTR (" + errnoText(errno) +
+                                            ") through " + device_->name() + " GID index " +
+                                            std::to_string(device_->gidIndex()) + " (MEGASCALE_IB_GID_INDEX, MEGASCALE_IB_ROCE_VERSION)");
     }
     attr = {};
     attr.qp_state = IBV_QPS_RTS;

@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
+#include "common/log.h"
 #include "common/process_shared.h"
 #include "common/status.h"
 
@@ -19,9 +21,10 @@ bool nameMatches(const std::string& want, const char* name) {
   return std::strncmp(name, want.c_str(), want.size()) == 0;
 }
 
-bool ipv4Mapped(const ibv_gid& gid) {
-  static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(gid.raw, prefix, sizeof(prefix)) == 0;
+GidType gidTypeOf(uint32_t verbs_type) {
+  return verbs_type == IBV_GID_TYPE_IB ? GidType::kInfiniBand
+         : verbs_type == IBV_GID_TYPE_ROCE_V1 ? GidType::kRoceV1
+                                              : GidType::kRoceV2;
 }
 
 // Gb/s from the port's width and per-lane speed codes (IB spec: width 1/2/4/8/16 = 1x/4x/8x/12x/2x).
@@ -72,27 +75,24 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     describe(api, list[i], context);
     mtu_ = port.active_mtu;
     speed_gbps_ = portGbps(port);
-    gid_index_ = settings.gid_index;
-    if (gid_index_ < 0) {
-      gid_index_ = 0;
-      for (int g = 0; g < port.gid_tbl_len; ++g) {
-        ibv_gid gid{};
-        if (api.query_gid(context, 1, g, &gid) == 0 && ipv4Mapped(gid)) {
-          gid_index_ = g;
-          break;
-        }
-      }
-    }
-    if (api.query_gid(context, 1, gid_index_, &gid_) != 0) {
+    const bool infiniband = port.link_layer == IBV_LINK_LAYER_INFINIBAND;
+    GidEntry chosen;
+    const Status gid = chooseGid(gidTable(api, list[i], context, port.gid_tbl_len),
+                                 GidPreference{settings.gid_index, settings.roce_version, settings.ipv6}, infiniband,
+                                 name_, &chosen);
+    if (!gid.isOk()) {
       api.close_device(context);
       api.free_device_list(list);
-      throw Error(ErrorCode::kInvalidArgument, "ibverbs: " + name_ + " has no GID at index " +
-                                                   std::to_string(gid_index_) + " (MEGASCALE_IB_GID_INDEX)");
+      throw Error(gid.code(), gid.message());
     }
-    if (ipv4Mapped(gid_)) {
+    gid_index_ = chosen.index;
+    std::memcpy(gid_.raw, chosen.raw.data(), sizeof(gid_.raw));
+    if (chosen.ipv4Mapped()) {
       char text[INET_ADDRSTRLEN];
       if (inet_ntop(AF_INET, gid_.raw + 12, text, sizeof(text)) != nullptr) ipv4_ = text;
     }
+    MSC_LOG_INFO("ibverbs: %s port 1 (%s): GID index %d, %s %s", name_.c_str(), infiniband ? "InfiniBand" : "Ethernet",
+                 gid_index_, gidTypeName(chosen.type), chosen.address().c_str());
   }
   api.free_device_list(list);
   if (context_ == nullptr) {
@@ -105,6 +105,33 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     throw Error(ErrorCode::kSystem, "ibverbs: " + name_ + ": ibv_alloc_pd failed");
   }
   registrations_ = std::make_unique<RegistrationCache>(api, name_);
+}
+
+std::vector<GidEntry> IbDevice::gidTable(const VerbsApi& api, ibv_device* device, ibv_context* context,
+                                         int length) const {
+  std::vector<GidEntry> table;
+  for (int g = 0; g < length; ++g) {
+    GidEntry e;
+    e.index = g;
+    ibv_gid_entry ex{};
+    if (api.query_gid_ex != nullptr && api.query_gid_ex(context, 1, static_cast<uint32_t>(g), &ex, 0, sizeof(ex)) == 0) {
+      std::memcpy(e.raw.data(), ex.gid.raw, e.raw.size());
+      e.type = gidTypeOf(ex.gid_type);
+      table.push_back(e);
+      continue;
+    }
+    ibv_gid gid{};
+    if (api.query_gid_ex != nullptr || api.query_gid(context, 1, g, &gid) != 0) continue;  // an empty slot
+    std::memcpy(e.raw.data(), gid.raw, e.raw.size());
+    // Without the extended query: the type from sysfs; a port that cannot say is taken as RoCE v2 (the only
+    // type rdma-core reported before it listed types).
+    std::ifstream types(std::string(device->ibdev_path) + "/ports/1/gid_attrs/types/" + std::to_string(g));
+    std::string text;
+    std::getline(types, text);
+    if (!parseGidTypeText(text, &e.type)) e.type = GidType::kRoceV2;
+    table.push_back(e);
+  }
+  return table;
 }
 
 void IbDevice::describe(const VerbsApi& api, ibv_device* device, ibv_context* context) {

@@ -6,7 +6,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "transport/ibverbs/gid_choice.h"
 #include "transport/ibverbs/registration_cache.h"
 #include "transport/ibverbs/verbs_api.h"
 
@@ -18,7 +20,9 @@ constexpr int kRegistrationAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_W
 
 struct IbSettings {
   std::string hca;       // MEGASCALE_IB_HCA: NCCL_IB_HCA syntax, first entry (prefix, or =exact); empty: the first active
-  int gid_index = -1;    // MEGASCALE_IB_GID_INDEX; -1: the first IPv4-mapped (RoCEv2) GID
+  int gid_index = -1;    // MEGASCALE_IB_GID_INDEX; -1: chosen by version and family (gid_choice.h)
+  int roce_version = 2;  // MEGASCALE_IB_ROCE_VERSION
+  bool ipv6 = false;     // MEGASCALE_IB_ADDR_FAMILY=AF_INET6
 };
 
 class IbDevice {
@@ -51,6 +55,8 @@ class IbDevice {
  private:
   IbDevice(const VerbsApi& api, const IbSettings& settings);
   void describe(const VerbsApi& api, ibv_device* device, ibv_context* context);
+  /// The port's GID table with each entry's type.
+  std::vector<GidEntry> gidTable(const VerbsApi& api, ibv_device* device, ibv_context* context, int length) const;
 
   const VerbsApi* api_;
   ibv_context* context_ = nullptr;

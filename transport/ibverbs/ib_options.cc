@@ -1,6 +1,7 @@
 #include "transport/ibverbs/ib_options.h"
 
 #include "transport/ibverbs/verbs_timeouts.h"
+#include "common/status.h"
 #include "transport/knob_values.h"
 
 namespace megascale::transport {
@@ -11,7 +12,11 @@ const config::KnobRegistration kIbKnobs{
       {"MEGASCALE_IB_HCA", config::Type::kString, "", "", "transport",
        "ibverbs: the RDMA device, NCCL_IB_HCA syntax for one device (a name prefix, or =exact); default: the first with an active port"},
       {"MEGASCALE_IB_GID_INDEX", config::Type::kInt, "-1", "", "transport",
-       "ibverbs: the GID index (NCCL_IB_GID_INDEX); -1: the first IPv4-mapped GID (RoCEv2)"},
+       "ibverbs: the GID index (NCCL_IB_GID_INDEX); -1: the first of MEGASCALE_IB_ROCE_VERSION and MEGASCALE_IB_ADDR_FAMILY (RoCE); index 0 (InfiniBand)"},
+      {"MEGASCALE_IB_ROCE_VERSION", config::Type::kInt, "2", "", "transport",
+       "ibverbs: the RoCE version of the GID, 1 or 2 (NCCL_IB_ROCE_VERSION_NUM); routers carry only v2"},
+      {"MEGASCALE_IB_ADDR_FAMILY", config::Type::kString, "AF_INET", "", "transport",
+       "ibverbs: the address family of the GID, AF_INET or AF_INET6 (NCCL_IB_ADDR_FAMILY)"},
       {"MEGASCALE_IB_QPS_PER_CONNECTION", config::Type::kInt, "2", "queue pairs", "transport",
        "ibverbs: queue pairs per connection, 1..16 (NCCL_IB_QPS_PER_CONNECTION); each message is striped over all of them, each a UDP flow of its own for ECMP"},
       {"MEGASCALE_IB_TC", config::Type::kInt, "-1", "", "transport",
@@ -29,6 +34,12 @@ IbOptions ibOptionsFromConfig() {
   IbOptions o;
   o.hca = config::getString("MEGASCALE_IB_HCA");
   o.gid_index = static_cast<int>(knobInRange("MEGASCALE_IB_GID_INDEX", -1, 255));
+  o.roce_version = static_cast<int>(knobInRange("MEGASCALE_IB_ROCE_VERSION", 1, 2));
+  const std::string family = config::getString("MEGASCALE_IB_ADDR_FAMILY");
+  if (family != "AF_INET" && family != "AF_INET6") {
+    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_IB_ADDR_FAMILY='" + family + "': AF_INET or AF_INET6");
+  }
+  o.ipv6 = family == "AF_INET6";
   o.qps_per_connection = static_cast<int>(knobInRange("MEGASCALE_IB_QPS_PER_CONNECTION", 1, 16));
   o.traffic_class = static_cast<int>(knobInRange("MEGASCALE_IB_TC", -1, 255));
   o.service_level = static_cast<int>(knobInRange("MEGASCALE_IB_SL", 0, 15));

@@ -104,11 +104,14 @@ class IbConnector : public Connector {
   OobDial dial_;
 };
 
-// Which device and GID the transport's options (MEGASCALE_IB_HCA, MEGASCALE_IB_GID_INDEX) pick.
+// Which device and GID the transport's options (MEGASCALE_IB_HCA, MEGASCALE_IB_GID_INDEX, MEGASCALE_IB_ROCE_VERSION,
+// MEGASCALE_IB_ADDR_FAMILY) pick.
 IbSettings deviceSettings(const TransportOptions& options) {
   IbSettings settings;
   settings.hca = options.ib.hca;
   settings.gid_index = options.ib.gid_index;
+  settings.roce_version = options.ib.roce_version;
+  settings.ipv6 = options.ib.ipv6;
   return settings;
 }
 

@@ -29,6 +29,7 @@ void load() {
   bindSymbol(library, "ibv_query_device", &g_api.query_device, &missing);
   bindSymbol(library, "ibv_query_port", &g_api.query_port, &missing);
   bindSymbol(library, "ibv_query_gid", &g_api.query_gid, &missing);
+  bindSymbol(library, "_ibv_query_gid_ex", &g_api.query_gid_ex, nullptr);  // optional: sysfs has the types
   bindSymbol(library, "ibv_alloc_pd", &g_api.alloc_pd, &missing);
   bindSymbol(library, "ibv_dealloc_pd", &g_api.dealloc_pd, &missing);
   bindSymbol(library, "ibv_reg_mr", &g_api.reg_mr, &missing);

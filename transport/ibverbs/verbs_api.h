@@ -19,6 +19,8 @@ struct VerbsApi {
   int (*query_device)(ibv_context*, ibv_device_attr*);
   int (*query_port)(ibv_context*, uint8_t, ibv_port_attr*);  // the exported entry: zero the struct first
   int (*query_gid)(ibv_context*, uint8_t, int, ibv_gid*);
+  // A GID with its type (what ibv_query_gid_ex calls); null before rdma-core 39: sysfs gives the type then.
+  int (*query_gid_ex)(ibv_context*, uint32_t, uint32_t, ibv_gid_entry*, uint32_t, size_t);
   ibv_pd* (*alloc_pd)(ibv_context*);
   int (*dealloc_pd)(ibv_pd*);
   ibv_mr* (*reg_mr)(ibv_pd*, void*, size_t, int);

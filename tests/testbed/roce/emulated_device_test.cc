@@ -44,7 +44,7 @@ class EmulatedDevice : public ::testing::Test {
   ibv_cq* cq_ = nullptr;
 };
 
-TEST_F(EmulatedDevice, ReportsARoceV2PortWhoseGidIsItsInterfacesAddress) {
+TEST_F(EmulatedDevice, ListsItsAddressAsRoceV1ThenRoceV2AsAConnectXDoes) {
   EXPECT_EQ(std::strncmp(ibv_get_device_name(list_[0]), "emroce", 6), 0) << ibv_get_device_name(list_[0]);
   ibv_device_attr device{};
   ASSERT_EQ(ibv_query_device(context_, &device), 0);
@@ -54,16 +54,22 @@ TEST_F(EmulatedDevice, ReportsARoceV2PortWhoseGidIsItsInterfacesAddress) {
   ASSERT_EQ(ibv_query_port(context_, 1, &port), 0);
   EXPECT_EQ(port.link_layer, IBV_LINK_LAYER_ETHERNET);
   EXPECT_EQ(port.state, IBV_PORT_ACTIVE);
-  EXPECT_EQ(port.gid_tbl_len, 1);
+  EXPECT_EQ(port.gid_tbl_len, 2);
   ibv_gid gid{};
   ASSERT_EQ(ibv_query_gid(context_, 1, 0, &gid), 0);
   EXPECT_EQ(gid.raw[10], 0xff);
-  EXPECT_EQ(gid.raw[11], 0xff) << "an IPv4-mapped GID, as RoCEv2 uses";
-  ibv_gid_entry entry{};
-  ASSERT_EQ(ibv_query_gid_ex(context_, 1, 0, &entry, 0), 0);
-  EXPECT_EQ(entry.gid_type, IBV_GID_TYPE_ROCE_V2);
-  EXPECT_EQ(std::memcmp(entry.gid.raw, gid.raw, sizeof(gid.raw)), 0);
-  EXPECT_NE(ibv_query_gid(context_, 1, 1, &gid), 0) << "one GID per port";
+  EXPECT_EQ(gid.raw[11], 0xff) << "an IPv4-mapped GID";
+  for (uint32_t index : {0u, 1u}) {
+    ibv_gid_entry entry{};
+    ASSERT_EQ(ibv_query_gid_ex(context_, 1, index, &entry, 0), 0);
+    EXPECT_EQ(entry.gid_type, index == 0 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2) << "v1 first, as a ConnectX lists them";
+    EXPECT_EQ(entry.gid_index, index);
+    EXPECT_EQ(std::memcmp(entry.gid.raw, gid.raw, sizeof(gid.raw)), 0) << "one address, two types";
+  }
+  ibv_gid_entry table[4]{};
+  EXPECT_EQ(ibv_query_gid_table(context_, table, 4, 0), 2);
+  EXPECT_EQ(table[1].gid_type, IBV_GID_TYPE_ROCE_V2);
+  EXPECT_NE(ibv_query_gid(context_, 1, 2, &gid), 0) << "two GIDs per port";
   EXPECT_NE(ibv_query_port(context_, 2, &port), 0) << "one port";
 }
 
@@ -113,7 +119,10 @@ TEST_F(EmulatedDevice, QueuePairsFollowTheRcStateMachine) {
                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   EXPECT_NE(ibv_modify_qp(qp, &attr, rtr), 0) << "RoCE needs a GRH: the peer's GID";
   attr.ah_attr.is_global = 1;
-  ASSERT_EQ(ibv_query_gid(context_, 1, 0, &attr.ah_attr.grh.dgid), 0);
+  ASSERT_EQ(ibv_query_gid(context_, 1, 1, &attr.ah_attr.grh.dgid), 0);
+  attr.ah_attr.grh.sgid_index = 0;
+  EXPECT_NE(ibv_modify_qp(qp, &attr, rtr), 0) << "RoCE v1 (GID index 0) does not cross this routed fabric";
+  attr.ah_attr.grh.sgid_index = 1;
   ASSERT_EQ(ibv_modify_qp(qp, &attr, rtr), 0);
 
   attr = {};

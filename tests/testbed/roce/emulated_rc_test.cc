@@ -70,7 +70,8 @@ class EmulatedRc : public ::testing::Test {
     attr.min_rnr_timer = 1;  // 10 us
     attr.ah_attr.is_global = 1;
     attr.ah_attr.port_num = 1;
-    ASSERT_EQ(ibv_query_gid(context_, 1, 0, &attr.ah_attr.grh.dgid), 0);
+    attr.ah_attr.grh.sgid_index = 1;  // RoCE v2
+    ASSERT_EQ(ibv_query_gid(context_, 1, 1, &attr.ah_attr.grh.dgid), 0);
     ASSERT_EQ(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
               0);

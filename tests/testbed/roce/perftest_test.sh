@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # perftest's ib_send_bw, ib_write_bw and ib_read_bw (Debian's perftest, not ours) complete RC runs between two
-# processes on the emulated RoCE device, over loopback: both ends exit 0 and report a bandwidth.
+# processes on the emulated RoCE device, over loopback, on its RoCE v2 GID (-x 1; index 0 is RoCE v1, as a
+# ConnectX lists them): both ends exit 0 and report a bandwidth.
 #   perftest_test.sh <dir of the emulated libibverbs.so.1>
 set -euo pipefail
 export LD_LIBRARY_PATH=$1
@@ -16,13 +17,13 @@ for tool in ib_send_bw ib_write_bw ib_read_bw; do
   server_log=$(mktemp)
   for attempt in 1 2 3 4 5; do
     port=$((port + 1))
-    timeout 60 "$tool" -d emroce0 -x 0 -n 300 -p "$port" >"$server_log" 2>&1 &
+    timeout 60 "$tool" -d emroce0 -x 1 -n 300 -p "$port" >"$server_log" 2>&1 &
     server=$!
     client_out=""
     for _ in $(seq 50); do  # until the server listens
       sleep 0.1
       kill -0 "$server" 2>/dev/null || break  # the server gave up (its port was taken): no client to a stranger
-      if client_out=$(timeout 60 "$tool" -d emroce0 -x 0 -n 300 -p "$port" 127.0.0.1 2>&1); then break; fi
+      if client_out=$(timeout 60 "$tool" -d emroce0 -x 1 -n 300 -p "$port" 127.0.0.1 2>&1); then break; fi
       client_out=""
     done
     server_status=0

@@ -1,0 +1,64 @@
+// The ibverbs transport's GID on the emulated device, whose table lists RoCE v1 first and v2 next, as a ConnectX
+// does. ctest runs this once per setting (one device per process): by default, and with an explicit index, it
+// takes the v2 entry and moves bytes; asked for RoCE v1 (MEGASCALE_IB_ROCE_VERSION=1 or MEGASCALE_IB_GID_INDEX=0)
+// it takes index 0 - honoured - and the routed fabric refuses the connection with an error, as a real cluster's
+// routers would drop it. EXPECT_GID_INDEX and EXPECT_CONNECTS say which case this run is.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "transport/ibverbs/ib_device.h"
+#include "transport/ibverbs/ib_transport.h"
+#include "transport/net_transport.h"
+#include "transport/transport_pair.h"
+
+namespace megascale::transport {
+namespace {
+
+TEST(IbGidSelection, TheTransportTakesTheGidTheKnobsAskFor) {
+  const char* expect_index = std::getenv("EXPECT_GID_INDEX");
+  const char* expect_connects = std::getenv("EXPECT_CONNECTS");
+  ASSERT_TRUE(expect_index != nullptr && expect_connects != nullptr) << "ctest sets EXPECT_GID_INDEX and EXPECT_CONNECTS";
+  TransportOptions options = transportOptionsFromConfig();
+  options.secret = "secret";
+  options.handshake_timeout_ms = 10000;
+  std::unique_ptr<IbTransport> transport;
+  try {
+    transport = std::make_unique<IbTransport>(options);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kUnavailable) GTEST_SKIP() << e.what() << " (ctest runs this on the emulated device)";
+    throw;
+  }
+  EXPECT_EQ(IbDevice::shared(IbSettings{})->gidIndex(), std::atoi(expect_index));
+
+  auto listener = transport->listen();
+  testing::Pair pair;
+  const Status connected = testing::connectPair(*transport, *listener, &pair);
+  if (std::strcmp(expect_connects, "yes") != 0) {
+    ASSERT_FALSE(connected.isOk()) << "a RoCE v1 queue pair crossed the routed fabric";
+    // The accepting side moves its queue pairs first and logs why ("refused RTR ... GID index 0"); the
+    // connecting side sees it close.
+    EXPECT_NE(connected.message().find("connecting to 127.0.0.1"), std::string::npos) << connected.message();
+    return;
+  }
+  ASSERT_TRUE(connected.isOk()) << connected.message();
+  std::vector<uint8_t> sent(100000), received(sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<uint8_t>(i * 13 + 5);
+  Request* rreq = nullptr;
+  void* data = received.data();
+  size_t capacity = received.size();
+  uint32_t tag = 3;
+  ASSERT_TRUE(pair.recv->irecv(1, &data, &capacity, &tag, nullptr, &rreq).isOk());
+  Request* sreq = nullptr;
+  ASSERT_TRUE(pair.send->isend(sent.data(), sent.size(), 3, nullptr, &sreq).isOk());
+  size_t sent_bytes = 0, received_bytes = 0;
+  ASSERT_TRUE(testing::completeBoth(pair, sreq, rreq, &sent_bytes, &received_bytes).isOk());
+  EXPECT_EQ(received_bytes, sent.size());
+  EXPECT_EQ(received, sent);
+}
+
+}  // namespace
+}  // namespace megascale::transport
