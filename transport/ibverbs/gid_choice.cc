@@ -32,6 +32,10 @@ std::string GidEntry::address() const {
   return text;
 }
 
+bool routeGlobally(bool infiniband, bool asked, const uint8_t local_gid[16], const uint8_t remote_gid[16]) {
+  return !infiniband || asked || !std::equal(local_gid, local_gid + 8, remote_gid);
+}
+
 bool parseGidTypeText(const std::string& text, GidType* type) {
   if (text.find("RoCE v2") != std::string::npos) {
     *type = GidType::kRoceV2;

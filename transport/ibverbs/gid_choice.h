@@ -44,6 +44,11 @@ struct GidPreference {
 Status chooseGid(const std::vector<GidEntry>& table, const GidPreference& want, bool infiniband,
                  const std::string& device, GidEntry* chosen);
 
+/// Whether a queue pair addresses its peer through the GRH (the GID) rather than by LID alone: always on RoCE
+/// (Ethernet has no LIDs); on InfiniBand when asked (MEGASCALE_IB_ROUTE_GLOBAL) or when the peer's GID has
+/// another subnet prefix (its first 8 bytes), which only a router reaches - as NCCL decides.
+bool routeGlobally(bool infiniband, bool asked, const uint8_t local_gid[16], const uint8_t remote_gid[16]);
+
 /// The sysfs type text (gid_attrs/types/<index>: "IB/RoCE v1", "RoCE v2") as a type; false when unknown.
 bool parseGidTypeText(const std::string& text, GidType* type);
 

@@ -23,10 +23,11 @@ Status QpSetInfo::decode(const std::string& blob, QpSetInfo* info) {
   }
   std::memcpy(info, blob.data(), sizeof(*info));
   if (info->count < 1 || info->count > static_cast<uint32_t>(kMaxQpsPerConnection) || info->mtu < IBV_MTU_256 ||
-      info->mtu > IBV_MTU_4096 || info->eager_bytes > ib_wire::kEagerBytes) {
+      info->mtu > IBV_MTU_4096 || info->eager_bytes > ib_wire::kEagerBytes || info->lid > 0xffff) {
     return Status(ErrorCode::kPeerLost, "ibverbs: a queue pair description with " + std::to_string(info->count) +
                                             " queue pairs, MTU code " + std::to_string(info->mtu) +
-                                            " and an eager limit of " + std::to_string(info->eager_bytes) + " bytes");
+                                            ", an eager limit of " + std::to_string(info->eager_bytes) +
+                                            " bytes and LID " + std::to_string(info->lid));
   }
   return Status::ok();
 }
@@ -113,6 +114,7 @@ QpSetInfo IbQpSet::localInfo() const {
   for (size_t i = 0; i < qps_.size(); ++i) info.qpn[i] = qps_[i]->qp_num;
   info.psn = psn_;
   std::memcpy(info.gid, device_->gid().raw, 16);
+  info.lid = device_->lid();
   info.mtu = device_->mtu();
   info.eager_bytes = ib_wire::kEagerBytes;
   return info;
@@ -133,7 +135,8 @@ Status IbQpSet::connect(const QpSetInfo& remote, const std::string& peer) {
     attr.rq_psn = remote.psn;
     attr.max_dest_rd_atomic = 1;
     attr.min_rnr_timer = 12;  // 0.64 ms, as NCCL
-    attr.ah_attr.is_global = 1;
+    attr.ah_attr.is_global = routeGlobally(device_->infiniband(), settings_.route_global, device_->gid().raw, remote.gid);
+    attr.ah_attr.dlid = static_cast<uint16_t>(remote.lid);
     attr.ah_attr.port_num = device_->port();
     attr.ah_attr.sl = static_cast<uint8_t>(settings_.service_level);
     std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, 16);
@@ -142,9 +145,11 @@ Status IbQpSet::connect(const QpSetInfo& remote, const std::string& peer) {
     attr.ah_attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);
     if (api.modify_qp(qps_[i], &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+      const std::string route = attr.ah_attr.is_global ? "GID index " + std::to_string(device_->gidIndex()) +
+                                                             " (MEGASCALE_IB_GID_INDEX, MEGASCALE_IB_ROCE_VERSION)"
+                                                       : "LID " + std::to_string(remote.lid);
       return Status(ErrorCode::kSystem, "ibverbs: queue pair to " + peer + " refused RTR (" + errnoText(errno) +
-                                            ") through " + device_->name() + " GID index " +
-                                            std::to_string(device_->gidIndex()) + " (MEGASCALE_IB_GID_INDEX, MEGASCALE_IB_ROCE_VERSION)");
+                                            ") through " + device_->name() + " to " + route);
     }
     attr = {};
     attr.qp_state = IBV_QPS_RTS;

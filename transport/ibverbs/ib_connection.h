@@ -22,16 +22,19 @@ struct IbQpSettings {
   int qps = 2;               // MEGASCALE_IB_QPS_PER_CONNECTION
   int traffic_class = 0;     // MEGASCALE_IB_TC (the GRH traffic class: DSCP << 2)
   int service_level = 0;     // MEGASCALE_IB_SL
+  bool route_global = false; // MEGASCALE_IB_ROUTE_GLOBAL: the GRH on InfiniBand too (RoCE always has it)
   uint8_t timeout = 20;      // MEGASCALE_IB_TIMEOUT: 4.096 us x 2^timeout per try
   uint8_t retry_cnt = 7;     // MEGASCALE_IB_RETRY_CNT
 };
 
-/// What one end tells the other: its queue pair numbers, first PSN, GID, MTU and eager limit. Fixed size on the wire.
+/// What one end tells the other: its queue pair numbers, first PSN, GID, LID, MTU and eager limit. Fixed size on
+/// the wire.
 struct QpSetInfo {
   uint32_t count;
   uint32_t qpn[kMaxQpsPerConnection];
   uint32_t psn;
   uint8_t gid[16];
+  uint32_t lid;  // InfiniBand: the port's LID (0 on RoCE)
   uint32_t mtu;
   uint32_t eager_bytes;  // the receiving end's: the largest message it takes eagerly (0: device memory receives)
   std::string encode() const;

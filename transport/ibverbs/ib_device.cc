@@ -86,13 +86,15 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
       throw Error(gid.code(), gid.message());
     }
     gid_index_ = chosen.index;
+    infiniband_ = infiniband;
+    lid_ = port.lid;
     std::memcpy(gid_.raw, chosen.raw.data(), sizeof(gid_.raw));
     if (chosen.ipv4Mapped()) {
       char text[INET_ADDRSTRLEN];
       if (inet_ntop(AF_INET, gid_.raw + 12, text, sizeof(text)) != nullptr) ipv4_ = text;
     }
-    MSC_LOG_INFO("ibverbs: %s port 1 (%s): GID index %d, %s %s", name_.c_str(), infiniband ? "InfiniBand" : "Ethernet",
-                 gid_index_, gidTypeName(chosen.type), chosen.address().c_str());
+    MSC_LOG_INFO("ibverbs: %s port 1 (%s%s): GID index %d, %s %s", name_.c_str(), infiniband ? "InfiniBand, LID " : "Ethernet",
+                 infiniband ? std::to_string(lid_).c_str() : "", gid_index_, gidTypeName(chosen.type), chosen.address().c_str());
   }
   api.free_device_list(list);
   if (context_ == nullptr) {

@@ -41,6 +41,9 @@ class IbDevice {
   uint8_t port() const { return 1; }
   const ibv_gid& gid() const { return gid_; }
   int gidIndex() const { return gid_index_; }
+  /// The port's link layer is InfiniBand (addressed by LID), not Ethernet (RoCE).
+  bool infiniband() const { return infiniband_; }
+  uint16_t lid() const { return lid_; }
   ibv_mtu mtu() const { return mtu_; }
   double speedGbps() const { return speed_gbps_; }
   uint64_t nodeGuid() const { return node_guid_; }
@@ -64,6 +67,8 @@ class IbDevice {
   std::string name_;
   ibv_gid gid_{};
   int gid_index_ = 0;
+  bool infiniband_ = false;
+  uint16_t lid_ = 0;
   ibv_mtu mtu_ = IBV_MTU_1024;
   double speed_gbps_ = 0;
   uint64_t node_guid_ = 0;

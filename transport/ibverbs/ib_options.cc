@@ -22,6 +22,8 @@ const config::KnobRegistration kIbKnobs{
       {"MEGASCALE_IB_TC", config::Type::kInt, "-1", "", "transport",
        "ibverbs: the GRH traffic class, DSCP << 2 (NCCL_IB_TC); -1: the communicator's traffic class, else 0"},
       {"MEGASCALE_IB_SL", config::Type::kInt, "0", "", "transport", "ibverbs: the service level (NCCL_IB_SL)"},
+      {"MEGASCALE_IB_ROUTE_GLOBAL", config::Type::kBool, "0", "", "transport",
+       "ibverbs: InfiniBand queue pairs carry the GRH (the GID) too; without it they address by LID, and use the GID only toward another subnet"},
       {"MEGASCALE_IB_FLAP_MS", config::Type::kInt, "10000", "ms", "transport",
        "ibverbs: the link outage queue pairs ride out (MegaScale: flaps last seconds); sets the default MEGASCALE_IB_TIMEOUT"},
       {"MEGASCALE_IB_TIMEOUT", config::Type::kInt, "-1", "", "transport",
@@ -43,6 +45,7 @@ IbOptions ibOptionsFromConfig() {
   o.qps_per_connection = static_cast<int>(knobInRange("MEGASCALE_IB_QPS_PER_CONNECTION", 1, 16));
   o.traffic_class = static_cast<int>(knobInRange("MEGASCALE_IB_TC", -1, 255));
   o.service_level = static_cast<int>(knobInRange("MEGASCALE_IB_SL", 0, 15));
+  o.route_global = config::getBool("MEGASCALE_IB_ROUTE_GLOBAL");
   o.retry_cnt = static_cast<int>(knobInRange("MEGASCALE_IB_RETRY_CNT", 0, 7));
   const int64_t flap_ms = knobInRange("MEGASCALE_IB_FLAP_MS", 1, int64_t{1} << 40);
   o.timeout = static_cast<int>(knobInRange("MEGASCALE_IB_TIMEOUT", -1, 31));

@@ -16,6 +16,7 @@ struct IbOptions {
   int qps_per_connection = 2;
   int traffic_class = 0;  // -1: the communicator's (TransportOptions::traffic_class), else 0
   int service_level = 0;
+  bool route_global = false;
   int timeout = 19;
   int retry_cnt = 7;
 };

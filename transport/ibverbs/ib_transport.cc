@@ -124,6 +124,7 @@ IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
                                : options.traffic_class >= 0  ? options.traffic_class
                                                              : 0;
   qp_settings_.service_level = options.ib.service_level;
+  qp_settings_.route_global = options.ib.route_global;
   qp_settings_.timeout = static_cast<uint8_t>(options.ib.timeout);
   qp_settings_.retry_cnt = static_cast<uint8_t>(options.ib.retry_cnt);
   properties_.name = "ibverbs";

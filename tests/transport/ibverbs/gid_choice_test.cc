@@ -68,6 +68,16 @@ TEST(GidChoice, NothingFittingIsAnErrorThatShowsTheTable) {
   EXPECT_NE(s.message().find("no GID at index 42"), std::string::npos) << s.message();
 }
 
+TEST(GidChoice, InfiniBandRoutesGloballyOnlyWhenAskedOrToAnotherSubnet) {
+  const GidEntry here = entry(0, GidType::kInfiniBand, "fe80::2:c903:a:b");
+  const GidEntry same_subnet = entry(0, GidType::kInfiniBand, "fe80::2:c903:a:c");
+  const GidEntry other_subnet = entry(0, GidType::kInfiniBand, "fec0:0:0:1:2:c903:a:c");
+  EXPECT_FALSE(routeGlobally(true, false, here.raw.data(), same_subnet.raw.data())) << "a LID reaches it";
+  EXPECT_TRUE(routeGlobally(true, false, here.raw.data(), other_subnet.raw.data())) << "only a router reaches it";
+  EXPECT_TRUE(routeGlobally(true, true, here.raw.data(), same_subnet.raw.data())) << "MEGASCALE_IB_ROUTE_GLOBAL";
+  EXPECT_TRUE(routeGlobally(false, false, here.raw.data(), same_subnet.raw.data())) << "RoCE has no LIDs";
+}
+
 TEST(GidChoice, SysfsTypeTexts) {
   GidType t;
   ASSERT_TRUE(parseGidTypeText("RoCE v2\n", &t));
