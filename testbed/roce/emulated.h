@@ -34,10 +34,16 @@ struct EmuDevice {
   ibv_device device;  // first: ibv_device* <-> EmuDevice*
   Netdev netdev;
   uint64_t guid;      // network byte order, from the MAC as EUI-64
+  // EMU_ROCE_LINK_LAYER=infiniband: the port is InfiniBand - a LID (the low 16 bits of the interface's IPv4
+  // address; a LID names a port within the /16 subnet) and one GID of type IB (ibGid) - and queue pairs
+  // address peers by LID, or by GID with the GRH.
+  bool infiniband = false;
+  uint16_t lid() const;
 };
 
-constexpr int kGidTableLength = 2;
+constexpr int kGidTableLength = 2;  // RoCE; an InfiniBand port has one
 constexpr int kRoceV2GidIndex = 1;
+inline int gidTableLength(const EmuDevice& d) { return d.infiniband ? 1 : kGidTableLength; }
 
 /// The devices, found once per process.
 const std::vector<EmuDevice*>& emulatedDevices();
@@ -48,8 +54,15 @@ ibv_port_state linkState(const Netdev& netdev);
 /// The RoCEv2 GID of an IPv4 address (::ffff:a.b.c.d).
 ibv_gid roceGid(in_addr ipv4);
 
-/// The IPv4 address inside a RoCEv2 GID; false for a GID that is not IPv4-mapped.
+/// An InfiniBand port's GID in the emulation: the link-local subnet prefix fe80::/64 and an interface id
+/// ending in the IPv4 address (so a GRH still finds the peer's UDP endpoint).
+ibv_gid ibGid(in_addr ipv4);
+
+/// The IPv4 address inside a RoCEv2 GID or an emulated InfiniBand one; false for any other GID.
 bool gidToIpv4(const ibv_gid& gid, in_addr* ipv4);
+
+/// The peer a LID names: `local` with its low 16 bits replaced (the subnet is the /16).
+in_addr lidToIpv4(uint16_t lid, in_addr local);
 
 struct EmuMr;
 struct EmuQp;

@@ -88,6 +88,8 @@ const std::vector<EmuDevice*>& emulatedDevices() {
       auto* d = new EmuDevice{};
       d->netdev = n;
       d->guid = guidFromMac(n.mac, index);
+      const char* link_layer = std::getenv("EMU_ROCE_LINK_LAYER");
+      d->infiniband = link_layer != nullptr && std::strcmp(link_layer, "infiniband") == 0;
       d->device.node_type = IBV_NODE_CA;
       d->device.transport_type = IBV_TRANSPORT_IB;  // RoCE reports the IB transport
       std::snprintf(d->device.name, sizeof(d->device.name), "emroce%d", index);
@@ -120,12 +122,31 @@ ibv_gid roceGid(in_addr ipv4) {
   return gid;
 }
 
+ibv_gid ibGid(in_addr ipv4) {
+  ibv_gid gid{};
+  gid.raw[0] = 0xfe;
+  gid.raw[1] = 0x80;
+  gid.raw[8] = 0x02;  // a locally administered interface id
+  gid.raw[11] = 0xfe;
+  std::memcpy(&gid.raw[12], &ipv4, 4);
+  return gid;
+}
+
 bool gidToIpv4(const ibv_gid& gid, in_addr* ipv4) {
   static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(gid.raw, prefix, sizeof(prefix)) != 0) return false;
+  const ibv_gid ib = ibGid(in_addr{});
+  if (std::memcmp(gid.raw, prefix, sizeof(prefix)) != 0 && std::memcmp(gid.raw, ib.raw, 12) != 0) return false;
   std::memcpy(ipv4, &gid.raw[12], 4);
   return true;
 }
+
+in_addr lidToIpv4(uint16_t lid, in_addr local) {
+  in_addr peer;
+  peer.s_addr = htonl((ntohl(local.s_addr) & 0xffff0000u) | lid);
+  return peer;
+}
+
+uint16_t EmuDevice::lid() const { return static_cast<uint16_t>(ntohl(netdev.ipv4.s_addr) & 0xffff); }
 
 int fail(int error) {
   errno = error;

@@ -124,7 +124,7 @@ int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* at
   a.state = linkState(c->device->netdev);
   a.max_mtu = IBV_MTU_4096;
   a.active_mtu = mtuFor(c->device->netdev.mtu);
-  a.gid_tbl_len = kGidTableLength;
+  a.gid_tbl_len = gidTableLength(*c->device);
   a.port_cap_flags = IBV_PORT_CM_SUP;
   a.max_msg_sz = 1u << 31;
   a.pkey_tbl_len = 1;
@@ -132,47 +132,63 @@ int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* at
   a.active_width = 2;   // 4X
   a.active_speed = 32;  // EDR: 25 Gb/s a lane, 100 Gb/s in all (what the emulation claims, not what it moves)
   a.phys_state = a.state == IBV_PORT_ACTIVE ? 5 : 3;  // LinkUp : Disabled
-  a.link_layer = IBV_LINK_LAYER_ETHERNET;
+  a.link_layer = c->device->infiniband ? IBV_LINK_LAYER_INFINIBAND : IBV_LINK_LAYER_ETHERNET;
+  if (c->device->infiniband) a.lid = c->device->lid();
   std::memcpy(attr, &a, offsetof(ibv_port_attr, flags));
   return 0;
 }
 
 // The GID table, as a ConnectX lists it: the interface's address as RoCE v1 (index 0), then as RoCE v2
 // (index 1; kRoceV2GidIndex). Both entries hold the same IPv4-mapped GID; only the type tells them apart.
+// An InfiniBand port has one: its port GID (ibGid).
+namespace {
+bool validGid(ibv_context* context, uint32_t port, uint32_t index) {
+  return port == 1 && index < static_cast<uint32_t>(gidTableLength(*emu(context)->device));
+}
+ibv_gid gidAt(ibv_context* context) {
+  const EmuDevice& d = *emu(context)->device;
+  return d.infiniband ? ibGid(d.netdev.ipv4) : roceGid(d.netdev.ipv4);
+}
+}  // namespace
+
 int ibv_query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
-  if (port != 1 || index < 0 || index >= kGidTableLength) return fail(EINVAL);
-  *gid = roceGid(emu(context)->device->netdev.ipv4);
+  if (index < 0 || !validGid(context, port, static_cast<uint32_t>(index))) return fail(EINVAL);
+  *gid = gidAt(context);
   return 0;
 }
 
 // Private (providers' <infiniband/driver.h>): *type is enum ibv_gid_type_sysfs: IB/RoCE v1 0, RoCE v2 1.
-int ibv_query_gid_type(ibv_context*, uint8_t port, unsigned int index, int* type) {
-  if (port != 1 || index >= kGidTableLength) return fail(EINVAL);
-  *type = index == kRoceV2GidIndex ? 1 : 0;
+int ibv_query_gid_type(ibv_context* context, uint8_t port, unsigned int index, int* type) {
+  if (!validGid(context, port, index)) return fail(EINVAL);
+  *type = !emu(context)->device->infiniband && index == kRoceV2GidIndex ? 1 : 0;
   return 0;
 }
 
 int _ibv_query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry, uint32_t,
                       size_t entry_size) {
-  if (port != 1 || index >= kGidTableLength) return fail(EINVAL);
+  if (!validGid(context, port, index)) return fail(EINVAL);
   if (entry_size < sizeof(ibv_gid_entry)) return fail(EINVAL);
-  entry->gid = roceGid(emu(context)->device->netdev.ipv4);
+  const EmuDevice& d = *emu(context)->device;
+  entry->gid = gidAt(context);
   entry->gid_index = index;
   entry->port_num = 1;
-  entry->gid_type = index == kRoceV2GidIndex ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
-  entry->ndev_ifindex = static_cast<uint32_t>(emu(context)->device->netdev.ifindex);
+  entry->gid_type = d.infiniband                ? IBV_GID_TYPE_IB
+                    : index == kRoceV2GidIndex ? IBV_GID_TYPE_ROCE_V2
+                                                : IBV_GID_TYPE_ROCE_V1;
+  entry->ndev_ifindex = d.infiniband ? 0 : static_cast<uint32_t>(d.netdev.ifindex);
   return 0;
 }
 
 ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries, uint32_t flags,
                              size_t entry_size) {
-  if (max_entries < static_cast<size_t>(kGidTableLength)) return -fail(EINVAL);
-  for (uint32_t i = 0; i < kGidTableLength; ++i) {
-    auto* entry = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + i * entry_size);
-    const int rc = _ibv_query_gid_ex(context, 1, i, entry, flags, entry_size);
+  const int length = gidTableLength(*emu(context)->device);
+  if (max_entries < static_cast<size_t>(length)) return -fail(EINVAL);
+  for (int i = 0; i < length; ++i) {
+    auto* entry = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + static_cast<size_t>(i) * entry_size);
+    const int rc = _ibv_query_gid_ex(context, 1, static_cast<uint32_t>(i), entry, flags, entry_size);
     if (rc != 0) return -rc;
   }
-  return kGidTableLength;
+  return length;
 }
 
 int ibv_query_pkey(ibv_context*, uint8_t port, int index, __be16* pkey) {

@@ -258,9 +258,12 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (!transitionAllowed(from, to, mask)) return fail(EINVAL);
   if ((mask & IBV_QP_PORT) && attr->port_num != 1) return fail(EINVAL);
   if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~kAccessFlagsKnown)) return fail(EINVAL);
+  const bool infiniband = c->device->infiniband;
   // RoCE v1 (index 0) is an Ethernet frame routers do not carry; this fabric is routed, so only v2 goes.
-  if ((mask & IBV_QP_AV) && attr->ah_attr.is_global && attr->ah_attr.grh.sgid_index != kRoceV2GidIndex) return fail(EINVAL);
-  if ((mask & IBV_QP_AV) && !attr->ah_attr.is_global) return fail(EINVAL);  // RoCE needs the GRH (the GID)
+  const uint8_t gid_index = infiniband ? 0 : kRoceV2GidIndex;
+  if ((mask & IBV_QP_AV) && attr->ah_attr.is_global && attr->ah_attr.grh.sgid_index != gid_index) return fail(EINVAL);
+  if ((mask & IBV_QP_AV) && !attr->ah_attr.is_global && !infiniband) return fail(EINVAL);  // RoCE needs the GRH (the GID)
+  if ((mask & IBV_QP_AV) && !attr->ah_attr.is_global && attr->ah_attr.dlid == 0) return fail(EINVAL);  // no LID, no route
   if ((mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7) return fail(EINVAL);
   if ((mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7) return fail(EINVAL);
   if ((mask & IBV_QP_TIMEOUT) && attr->timeout > 31) return fail(EINVAL);
@@ -280,10 +283,15 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) q->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   if (mask & IBV_QP_DEST_QPN) q->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
   if (from != IBV_QPS_RTR && to == IBV_QPS_RTR) {
-    // The peer's UDP endpoint: the IPv4 address in its GID, the port in its queue pair number.
+    // The peer's UDP endpoint: the IPv4 address in its GID (or, by LID, in this subnet), the port in its queue
+    // pair number.
     sockaddr_in peer{};
     peer.sin_family = AF_INET;
-    if (!gidToIpv4(q->attr.ah_attr.grh.dgid, &peer.sin_addr)) return fail(EINVAL);
+    if (!q->attr.ah_attr.is_global) {
+      peer.sin_addr = lidToIpv4(q->attr.ah_attr.dlid, c->device->netdev.ipv4);
+    } else if (!gidToIpv4(q->attr.ah_attr.grh.dgid, &peer.sin_addr)) {
+      return fail(EINVAL);
+    }
     peer.sin_port = htons(static_cast<uint16_t>(q->attr.dest_qp_num >> 8));
     if (connect(q->fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) return fail(errno);
     const int tos = q->attr.ah_attr.grh.traffic_class;  // DSCP << 2 | ECN, as RoCEv2 NICs mark it

@@ -73,6 +73,57 @@ TEST_F(EmulatedDevice, ListsItsAddressAsRoceV1ThenRoceV2AsAConnectXDoes) {
   EXPECT_NE(ibv_query_port(context_, 2, &port), 0) << "one port";
 }
 
+// EMU_ROCE_LINK_LAYER=infiniband (each test is a process of its own, so setting it before the first device
+// list takes): an InfiniBand port with a LID and one GID of type IB, whose queue pairs take a LID without a GRH.
+TEST(EmulatedInfiniBand, APortWithALidWhoseQueuePairsAddressByLid) {
+  setenv("EMU_ROCE_LINK_LAYER", "infiniband", 1);
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  ASSERT_TRUE(list != nullptr && count > 0);
+  ibv_context* context = ibv_open_device(list[0]);
+  ASSERT_NE(context, nullptr);
+  ibv_port_attr port{};
+  ASSERT_EQ(ibv_query_port(context, 1, &port), 0);
+  EXPECT_EQ(port.link_layer, IBV_LINK_LAYER_INFINIBAND);
+  EXPECT_EQ(port.lid, 1) << "127.0.0.1's low 16 bits";
+  EXPECT_EQ(port.gid_tbl_len, 1);
+  ibv_gid_entry entry{};
+  ASSERT_EQ(ibv_query_gid_ex(context, 1, 0, &entry, 0), 0);
+  EXPECT_EQ(entry.gid_type, IBV_GID_TYPE_IB);
+  EXPECT_EQ(entry.gid.raw[0], 0xfe);
+  EXPECT_EQ(entry.gid.raw[1], 0x80) << "the link-local subnet prefix";
+  ibv_pd* pd = ibv_alloc_pd(context);
+  ibv_cq* cq = ibv_create_cq(context, 16, nullptr, nullptr, 0);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(pd, &init);
+  ASSERT_NE(qp, nullptr);
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.port_num = 1;
+  attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+  ASSERT_EQ(ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS), 0);
+  attr = {};
+  attr.qp_state = IBV_QPS_RTR;
+  attr.path_mtu = IBV_MTU_1024;
+  attr.dest_qp_num = qp->qp_num;
+  attr.max_dest_rd_atomic = 1;
+  attr.ah_attr.port_num = 1;
+  const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  EXPECT_NE(ibv_modify_qp(qp, &attr, rtr), 0) << "neither a LID nor a GRH";
+  attr.ah_attr.dlid = port.lid;
+  ASSERT_EQ(ibv_modify_qp(qp, &attr, rtr), 0) << "a LID alone reaches a port of this subnet";
+  ibv_destroy_qp(qp);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+  ibv_close_device(context);
+  ibv_free_device_list(list);
+}
+
 TEST_F(EmulatedDevice, MemoryRegionsHaveDistinctKeysAndRefuseRemoteWriteWithoutLocalWrite) {
   std::vector<char> a(4096), b(4096);
   ibv_mr* ma = ibv_reg_mr(pd_, a.data(), a.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
