@@ -9,17 +9,12 @@
 
 #include "common/log.h"
 #include "common/process_shared.h"
+#include "transport/ibverbs/hca_list.h"
 #include "common/status.h"
 
 namespace megascale::transport {
 
 namespace {
-
-bool nameMatches(const std::string& want, const char* name) {
-  if (want.empty()) return true;
-  if (want[0] == '=') return want.substr(1) == name;
-  return std::strncmp(name, want.c_str(), want.size()) == 0;
-}
 
 GidType gidTypeOf(uint32_t verbs_type) {
   return verbs_type == IBV_GID_TYPE_IB ? GidType::kInfiniBand
@@ -57,44 +52,37 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     if (list != nullptr) api.free_device_list(list);
     throw Error(ErrorCode::kUnavailable, "ibverbs: no RDMA device on this host (libibverbs lists none)");
   }
+  const HcaList wanted = HcaList::parse(settings.hca);
   std::string seen;
   for (int i = 0; i < count && context_ == nullptr; ++i) {
     const char* name = api.get_device_name(list[i]);
     seen += (seen.empty() ? "" : ", ") + std::string(name);
-    if (!nameMatches(settings.hca, name)) continue;
     ibv_context* context = api.open_device(list[i]);
-    if (context == nullptr) continue;
-    ibv_port_attr port{};
-    if (api.query_port(context, 1, &port) != 0 || port.state != IBV_PORT_ACTIVE) {
-      seen += " (port 1 not active)";
-      api.close_device(context);
+    if (context == nullptr) {
+      seen += " (cannot open)";
       continue;
     }
-    context_ = context;
-    name_ = name;
-    describe(api, list[i], context);
-    mtu_ = port.active_mtu;
-    speed_gbps_ = portGbps(port);
-    const bool infiniband = port.link_layer == IBV_LINK_LAYER_INFINIBAND;
-    GidEntry chosen;
-    const Status gid = chooseGid(gidTable(api, list[i], context, port.gid_tbl_len),
-                                 GidPreference{settings.gid_index, settings.roce_version, settings.ipv6}, infiniband,
-                                 name_, &chosen);
-    if (!gid.isOk()) {
-      api.close_device(context);
-      api.free_device_list(list);
-      throw Error(gid.code(), gid.message());
+    ibv_device_attr device_attr{};
+    const int ports = api.query_device(context, &device_attr) == 0 ? device_attr.phys_port_cnt : 1;
+    for (int p = 1; p <= ports && context_ == nullptr; ++p) {
+      const std::string where = " (port " + std::to_string(p);
+      if (!wanted.selects(name, p)) {
+        seen += where + " not in MEGASCALE_IB_HCA)";
+        continue;
+      }
+      ibv_port_attr port{};
+      if (api.query_port(context, static_cast<uint8_t>(p), &port) != 0 || port.state != IBV_PORT_ACTIVE) {
+        seen += where + " not active)";
+        continue;
+      }
+      const Status taken = takePort(api, list[i], context, name, p, port, settings);
+      if (!taken.isOk()) {
+        api.close_device(context);
+        api.free_device_list(list);
+        throw Error(taken.code(), taken.message());
+      }
     }
-    gid_index_ = chosen.index;
-    infiniband_ = infiniband;
-    lid_ = port.lid;
-    std::memcpy(gid_.raw, chosen.raw.data(), sizeof(gid_.raw));
-    if (chosen.ipv4Mapped()) {
-      char text[INET_ADDRSTRLEN];
-      if (inet_ntop(AF_INET, gid_.raw + 12, text, sizeof(text)) != nullptr) ipv4_ = text;
-    }
-    MSC_LOG_INFO("ibverbs: %s port 1 (%s%s): GID index %d, %s %s", name_.c_str(), infiniband ? "InfiniBand, LID " : "Ethernet",
-                 infiniband ? std::to_string(lid_).c_str() : "", gid_index_, gidTypeName(chosen.type), chosen.address().c_str());
+    if (context_ == nullptr) api.close_device(context);
   }
   api.free_device_list(list);
   if (context_ == nullptr) {
@@ -109,25 +97,56 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
   registrations_ = std::make_unique<RegistrationCache>(api, name_);
 }
 
+Status IbDevice::takePort(const VerbsApi& api, ibv_device* device, ibv_context* context, const char* name,
+                          int port_number, const ibv_port_attr& port, const IbSettings& settings) {
+  const bool infiniband = port.link_layer == IBV_LINK_LAYER_INFINIBAND;
+  GidEntry chosen;
+  MSC_RETURN_IF_ERROR(chooseGid(gidTable(api, device, context, port_number, port.gid_tbl_len),
+                                GidPreference{settings.gid_index, settings.roce_version, settings.ipv6}, infiniband,
+                                std::string(name) + " port " + std::to_string(port_number), &chosen));
+  context_ = context;
+  name_ = name;
+  port_ = static_cast<uint8_t>(port_number);
+  describe(api, device, context);
+  mtu_ = port.active_mtu;
+  speed_gbps_ = portGbps(port);
+  gid_index_ = chosen.index;
+  infiniband_ = infiniband;
+  lid_ = port.lid;
+  std::memcpy(gid_.raw, chosen.raw.data(), sizeof(gid_.raw));
+  if (chosen.ipv4Mapped()) {
+    char text[INET_ADDRSTRLEN];
+    if (inet_ntop(AF_INET, gid_.raw + 12, text, sizeof(text)) != nullptr) ipv4_ = text;
+  }
+  MSC_LOG_INFO("ibverbs: %s port %d (%s%s): GID index %d, %s %s", name_.c_str(), port_number,
+               infiniband ? "InfiniBand, LID " : "Ethernet", infiniband ? std::to_string(lid_).c_str() : "", gid_index_,
+               gidTypeName(chosen.type), chosen.address().c_str());
+  return Status::ok();
+}
+
 std::vector<GidEntry> IbDevice::gidTable(const VerbsApi& api, ibv_device* device, ibv_context* context,
-                                         int length) const {
+                                         int port_number, int length) const {
   std::vector<GidEntry> table;
   for (int g = 0; g < length; ++g) {
     GidEntry e;
     e.index = g;
     ibv_gid_entry ex{};
-    if (api.query_gid_ex != nullptr && api.query_gid_ex(context, 1, static_cast<uint32_t>(g), &ex, 0, sizeof(ex)) == 0) {
+    if (api.query_gid_ex != nullptr &&
+        api.query_gid_ex(context, static_cast<uint32_t>(port_number), static_cast<uint32_t>(g), &ex, 0, sizeof(ex)) == 0) {
       std::memcpy(e.raw.data(), ex.gid.raw, e.raw.size());
       e.type = gidTypeOf(ex.gid_type);
       table.push_back(e);
       continue;
     }
     ibv_gid gid{};
-    if (api.query_gid_ex != nullptr || api.query_gid(context, 1, g, &gid) != 0) continue;  // an empty slot
+    if (api.query_gid_ex != nullptr || api.query_gid(context, static_cast<uint8_t>(port_number), g, &gid) != 0) {
+      continue;  // an empty slot
+    }
     std::memcpy(e.raw.data(), gid.raw, e.raw.size());
     // Without the extended query: the type from sysfs; a port that cannot say is taken as RoCE v2 (the only
     // type rdma-core reported before it listed types).
-    std::ifstream types(std::string(device->ibdev_path) + "/ports/1/gid_attrs/types/" + std::to_string(g));
+    std::ifstream types(std::string(device->ibdev_path) + "/ports/" + std::to_string(port_number) +
+                        "/gid_attrs/types/" + std::to_string(g));
     std::string text;
     std::getline(types, text);
     if (!parseGidTypeText(text, &e.type)) e.type = GidType::kRoceV2;

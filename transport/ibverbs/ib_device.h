@@ -19,7 +19,7 @@ namespace megascale::transport {
 constexpr int kRegistrationAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 struct IbSettings {
-  std::string hca;       // MEGASCALE_IB_HCA: NCCL_IB_HCA syntax, first entry (prefix, or =exact); empty: the first active
+  std::string hca;       // MEGASCALE_IB_HCA: NCCL_IB_HCA syntax (hca_list.h); the first active port it takes
   int gid_index = -1;    // MEGASCALE_IB_GID_INDEX; -1: chosen by version and family (gid_choice.h)
   int roce_version = 2;  // MEGASCALE_IB_ROCE_VERSION
   bool ipv6 = false;     // MEGASCALE_IB_ADDR_FAMILY=AF_INET6
@@ -38,7 +38,7 @@ class IbDevice {
   ibv_context* context() const { return context_; }
   ibv_pd* pd() const { return pd_; }
   const std::string& name() const { return name_; }
-  uint8_t port() const { return 1; }
+  uint8_t port() const { return port_; }
   const ibv_gid& gid() const { return gid_; }
   int gidIndex() const { return gid_index_; }
   /// The port's link layer is InfiniBand (addressed by LID), not Ethernet (RoCE).
@@ -58,8 +58,12 @@ class IbDevice {
  private:
   IbDevice(const VerbsApi& api, const IbSettings& settings);
   void describe(const VerbsApi& api, ibv_device* device, ibv_context* context);
+  /// Takes port `port_number` of the open device if a GID fits it (else the error, and nothing taken).
+  Status takePort(const VerbsApi& api, ibv_device* device, ibv_context* context, const char* name, int port_number,
+                  const ibv_port_attr& port, const IbSettings& settings);
   /// The port's GID table with each entry's type.
-  std::vector<GidEntry> gidTable(const VerbsApi& api, ibv_device* device, ibv_context* context, int length) const;
+  std::vector<GidEntry> gidTable(const VerbsApi& api, ibv_device* device, ibv_context* context, int port_number,
+                                 int length) const;
 
   const VerbsApi* api_;
   ibv_context* context_ = nullptr;
@@ -67,6 +71,7 @@ class IbDevice {
   std::string name_;
   ibv_gid gid_{};
   int gid_index_ = 0;
+  uint8_t port_ = 1;
   bool infiniband_ = false;
   uint16_t lid_ = 0;
   ibv_mtu mtu_ = IBV_MTU_1024;

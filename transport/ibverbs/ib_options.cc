@@ -1,5 +1,6 @@
 #include "transport/ibverbs/ib_options.h"
 
+#include "transport/ibverbs/hca_list.h"
 #include "transport/ibverbs/verbs_timeouts.h"
 #include "common/status.h"
 #include "transport/knob_values.h"
@@ -10,7 +11,7 @@ namespace {
 
 const config::KnobRegistration kIbKnobs{
       {"MEGASCALE_IB_HCA", config::Type::kString, "", "", "transport",
-       "ibverbs: the RDMA device, NCCL_IB_HCA syntax for one device (a name prefix, or =exact); default: the first with an active port"},
+       "ibverbs: the RDMA devices and ports, NCCL_IB_HCA syntax ([^][=]device[:port],...: name prefixes, = exact names, ^ to leave out); the first active port taken; default: any"},
       {"MEGASCALE_IB_GID_INDEX", config::Type::kInt, "-1", "", "transport",
        "ibverbs: the GID index (NCCL_IB_GID_INDEX); -1: the first of MEGASCALE_IB_ROCE_VERSION and MEGASCALE_IB_ADDR_FAMILY (RoCE); index 0 (InfiniBand)"},
       {"MEGASCALE_IB_ROCE_VERSION", config::Type::kInt, "2", "", "transport",
@@ -35,6 +36,7 @@ const config::KnobRegistration kIbKnobs{
 IbOptions ibOptionsFromConfig() {
   IbOptions o;
   o.hca = config::getString("MEGASCALE_IB_HCA");
+  (void)HcaList::parse(o.hca);  // a malformed list is an error at start, not a device that is never found
   o.gid_index = static_cast<int>(knobInRange("MEGASCALE_IB_GID_INDEX", -1, 255));
   o.roce_version = static_cast<int>(knobInRange("MEGASCALE_IB_ROCE_VERSION", 1, 2));
   const std::string family = config::getString("MEGASCALE_IB_ADDR_FAMILY");

@@ -2,7 +2,8 @@
 // does. ctest runs this once per setting (one device per process): by default, and with an explicit index, it
 // takes the v2 entry and moves bytes; asked for RoCE v1 (MEGASCALE_IB_ROCE_VERSION=1 or MEGASCALE_IB_GID_INDEX=0)
 // it takes index 0 - honoured - and the routed fabric refuses the connection with an error, as a real cluster's
-// routers would drop it. EXPECT_GID_INDEX and EXPECT_CONNECTS say which case this run is.
+// routers would drop it. MEGASCALE_IB_HCA takes the port or leaves it out (EXPECT_NO_DEVICE: the error names
+// why). EXPECT_GID_INDEX, EXPECT_CONNECTS and EXPECT_NO_DEVICE say which case this run is.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -19,6 +20,17 @@ namespace megascale::transport {
 namespace {
 
 TEST(IbGidSelection, TheTransportTakesTheGidTheKnobsAskFor) {
+  if (const char* no_device = std::getenv("EXPECT_NO_DEVICE")) {
+    TransportOptions options = transportOptionsFromConfig();
+    try {
+      IbTransport transport(options);
+      FAIL() << "a device was opened although MEGASCALE_IB_HCA leaves every port out";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+      EXPECT_NE(std::string(e.what()).find(no_device), std::string::npos) << e.what();
+    }
+    return;
+  }
   const char* expect_index = std::getenv("EXPECT_GID_INDEX");
   const char* expect_connects = std::getenv("EXPECT_CONNECTS");
   ASSERT_TRUE(expect_index != nullptr && expect_connects != nullptr) << "ctest sets EXPECT_GID_INDEX and EXPECT_CONNECTS";
