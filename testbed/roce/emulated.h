@@ -107,6 +107,8 @@ void startNic(EmuContext* c);
 void stopNic(EmuContext* c);
 /// Called (lock held) when a QP was created, changed state or got work: wakes the NIC thread.
 void ringDoorbell(EmuContext* c);
+/// Moves the QP to ERR (lock held), before any error completion of it is visible.
+void enterError(EmuQp* q);
 /// Moves a QP to ERR (lock held): every WQE still queued completes with IBV_WC_WR_FLUSH_ERR.
 void flushQp(EmuQp* q);
 /// Adds a completion to a CQ and signals its channel if it was armed.
@@ -149,7 +151,11 @@ struct RecvWqe {
 /// port, so several of them between two hosts spread over ECMP paths as distinct UDP flows.
 struct EmuQp {
   ibv_qp qp;  // first
-  int fd = -1;  // its UDP socket, connected to the peer's once in RTR
+  int fd = -1;  // its UDP socket: the port peers send to (its number's), and where it sends from without a label
+  // The flow label's socket: a RoCE v2 NIC puts a queue pair's flow label into the UDP source port
+  // (ibv_flow_label_to_udp_sport), which is what a fabric's ECMP hashes; -1 without a label.
+  int label_fd = -1;
+  sockaddr_in peer{};  // the peer queue pair's UDP endpoint, from RTR on; datagrams from another host are dropped
   ibv_qp_attr attr{};  // what modify_qp set so far
   ibv_qp_cap cap{};
   bool sq_sig_all = false;

@@ -116,11 +116,13 @@ uint64_t sgLength(const std::vector<Sge>& sges) {
 void sendDatagram(EmuQp* q, const Header& h, const uint8_t* payload, size_t size) {
   iovec parts[2] = {{const_cast<Header*>(&h), sizeof(h)}, {const_cast<uint8_t*>(payload), size}};
   msghdr msg{};
+  msg.msg_name = &q->peer;
+  msg.msg_namelen = sizeof(q->peer);
   msg.msg_iov = parts;
   msg.msg_iovlen = size > 0 ? 2 : 1;
   // A full socket buffer, a link that is down, an ICMP error from an earlier datagram: the packet is lost, and
   // the requester's timer (or the peer's) brings it back, as on a lossy wire.
-  (void)sendmsg(q->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  (void)sendmsg(q->label_fd >= 0 ? q->label_fd : q->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
   g_stats.packets_out.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -154,8 +156,10 @@ void completeSend(EmuQp* q, const SendWqe& w, ibv_wc_status status) {
   complete(q->qp.send_cq, wc);
 }
 
-// Fails the oldest WQE with `status` and moves the QP to ERR, flushing the rest.
+// Fails the oldest WQE with `status` and moves the QP to ERR, flushing the rest. The QP is in ERR before the
+// error completion can be polled, as on a NIC: a consumer that sees the completion and asks sees ERR.
 void failRequester(EmuQp* q, ibv_wc_status status) {
+  enterError(q);
   if (!q->send_queue.empty()) {
     completeSend(q, q->send_queue.front(), status);
     q->send_queue.pop_front();
@@ -365,6 +369,7 @@ bool acceptRequest(EmuContext* c, EmuQp* q, const Header& h, const uint8_t* data
     q->in_message = false;
     if (send) {
       if (q->length_error) {
+        enterError(q);
         completeReceive(q, h, IBV_WC_RECV, IBV_WC_LOC_LEN_ERR, q->message_offset);
         sendAck(q, kInvalidRequestNak, h.psn);
         flushQp(q);
@@ -405,10 +410,13 @@ void onRequest(EmuContext* c, EmuQp* q, const Header& h, const uint8_t* data, si
 void receive(EmuContext* c, EmuQp* q) {
   alignas(8) uint8_t buffer[kMaxDatagram + 64];
   while (true) {
-    ssize_t n = recv(q->fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    sockaddr_in from{};
+    socklen_t from_len = sizeof(from);
+    ssize_t n = recvfrom(q->fd, buffer, sizeof(buffer), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return;  // EAGAIN, or an ICMP error for an earlier datagram: a lost packet
-    if (static_cast<size_t>(n) < sizeof(Header)) continue;  // not ours
+    if (n < 0) return;  // EAGAIN: nothing more
+    // Not ours: too short, or from another host than the peer's (its source port is its flow label's).
+    if (static_cast<size_t>(n) < sizeof(Header) || from.sin_addr.s_addr != q->peer.sin_addr.s_addr) continue;
     g_stats.packets_in.fetch_add(1, std::memory_order_relaxed);
     Header h;
     std::memcpy(&h, buffer, sizeof(h));
@@ -496,9 +504,13 @@ void complete(ibv_cq* cq, const ibv_wc& wc) {
   }
 }
 
-void flushQp(EmuQp* q) {
+void enterError(EmuQp* q) {
   q->qp.state = IBV_QPS_ERR;
   q->attr.qp_state = IBV_QPS_ERR;
+}
+
+void flushQp(EmuQp* q) {
+  enterError(q);
   for (const SendWqe& w : q->send_queue) {
     ibv_wc wc{};
     wc.wr_id = w.wr_id;

@@ -195,6 +195,35 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
 
 void ibv_ack_cq_events(ibv_cq*, unsigned int) {}
 
+namespace {
+
+// A socket that only sends, from `sport`: queue pairs with the same label share the port (SO_REUSEPORT), as
+// they share it on a real NIC. Nothing is sent to it.
+int labelSocket(in_addr ipv4, uint16_t sport) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+  const int buffer_bytes = 8 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
+  }
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_addr = ipv4;
+  local.sin_port = htons(sport);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+    const int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   if (init->qp_type != IBV_QPT_RC) return failNull<ibv_qp>(EOPNOTSUPP);  // RC is what the emulation implements
   if (init->send_cq == nullptr || init->recv_cq == nullptr || init->srq != nullptr) return failNull<ibv_qp>(EINVAL);
@@ -293,9 +322,16 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
       return fail(EINVAL);
     }
     peer.sin_port = htons(static_cast<uint16_t>(q->attr.dest_qp_num >> 8));
-    if (connect(q->fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) return fail(errno);
+    q->peer = peer;
+    if (q->label_fd >= 0) close(q->label_fd);
+    q->label_fd = -1;
+    const uint32_t label = q->attr.ah_attr.is_global ? q->attr.ah_attr.grh.flow_label & 0xfffff : 0;
+    if (label != 0) {
+      q->label_fd = labelSocket(c->device->netdev.ipv4, ibv_flow_label_to_udp_sport(label));
+      if (q->label_fd < 0) return fail(errno);
+    }
     const int tos = q->attr.ah_attr.grh.traffic_class;  // DSCP << 2 | ECN, as RoCEv2 NICs mark it
-    setsockopt(q->fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    setsockopt(q->label_fd >= 0 ? q->label_fd : q->fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
     q->mtu = 128u << q->attr.path_mtu;
     q->epsn = q->attr.rq_psn;
   }
@@ -335,6 +371,7 @@ int ibv_destroy_qp(ibv_qp* qp) {
     epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, q->fd, nullptr);
   }
   close(q->fd);
+  if (q->label_fd >= 0) close(q->label_fd);
   pthread_mutex_destroy(&q->qp.mutex);
   pthread_cond_destroy(&q->qp.cond);
   delete q;

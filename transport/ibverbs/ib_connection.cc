@@ -16,6 +16,11 @@ std::string QpSetInfo::encode() const {
   return std::string(reinterpret_cast<const char*>(this), sizeof(*this));
 }
 
+uint32_t flowLabelOf(uint32_t local_qpn, uint32_t remote_qpn, size_t index) {
+  const uint64_t h = (uint64_t{local_qpn} << 32 | remote_qpn) * 0x9e3779b97f4a7c15ULL;
+  return static_cast<uint32_t>(((h >> 40) + index) % 0x3fff) + 1;
+}
+
 Status QpSetInfo::decode(const std::string& blob, QpSetInfo* info) {
   if (blob.size() != sizeof(QpSetInfo)) {
     return Status(ErrorCode::kPeerLost, "ibverbs: a queue pair description of " + std::to_string(blob.size()) +
@@ -140,6 +145,7 @@ Status IbQpSet::connect(const QpSetInfo& remote, const std::string& peer) {
     attr.ah_attr.port_num = device_->port();
     attr.ah_attr.sl = static_cast<uint8_t>(settings_.service_level);
     std::memcpy(attr.ah_attr.grh.dgid.raw, remote.gid, 16);
+    attr.ah_attr.grh.flow_label = flowLabelOf(qps_[0]->qp_num, remote.qpn[0], i);
     attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(device_->gidIndex());
     attr.ah_attr.grh.hop_limit = 255;
     attr.ah_attr.grh.traffic_class = static_cast<uint8_t>(settings_.traffic_class);

@@ -42,6 +42,13 @@ struct QpSetInfo {
   static Status decode(const std::string& blob, QpSetInfo* info);
 };
 
+/// ECMP entropy: queue pair `index` of the connection between queue pairs 0 `local_qpn` and `remote_qpn` gets
+/// flow label 1..16383, consecutive across the connection's queue pairs. A RoCE v2 NIC turns a label into the
+/// UDP source port (0xc000 | label for labels below 2^14), so every queue pair of a connection is a flow of
+/// its own for the fabric's ECMP hash, and connections spread by their queue pair numbers. Never 0 (which
+/// leaves the port to the NIC).
+uint32_t flowLabelOf(uint32_t local_qpn, uint32_t remote_qpn, size_t index);
+
 class IbQpSet {
  public:
   /// Creates the queue pairs (RESET -> INIT) and their completion queue. Throws Error naming the device.
