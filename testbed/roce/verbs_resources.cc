@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 #include "testbed/roce/emulated.h"
 
@@ -197,6 +198,18 @@ void ibv_ack_cq_events(ibv_cq*, unsigned int) {}
 
 namespace {
 
+// A queue pair's receiving port, below the flow labels' ports (0xc000 and up), so a label's sending socket
+// never finds its port taken by a receiving one: a random free port of 32768..49151, else any.
+bool bindBelowLabelPorts(int fd, sockaddr_in local) {
+  static thread_local std::minstd_rand random(static_cast<unsigned>(std::random_device{}()));
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    local.sin_port = htons(static_cast<uint16_t>(32768 + random() % 16384));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) == 0) return true;
+  }
+  local.sin_port = 0;
+  return bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) == 0;
+}
+
 // A socket that only sends, from `sport`: queue pairs with the same label share the port (SO_REUSEPORT), as
 // they share it on a real NIC. Nothing is sent to it.
 int labelSocket(in_addr ipv4, uint16_t sport) {
@@ -238,8 +251,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   local.sin_family = AF_INET;
   local.sin_addr = c->device->netdev.ipv4;
   socklen_t len = sizeof(local);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+  if (!bindBelowLabelPorts(fd, local) || getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
     int e = errno;
     close(fd);
     return failNull<ibv_qp>(e);
@@ -326,10 +338,9 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     if (q->label_fd >= 0) close(q->label_fd);
     q->label_fd = -1;
     const uint32_t label = q->attr.ah_attr.is_global ? q->attr.ah_attr.grh.flow_label & 0xfffff : 0;
-    if (label != 0) {
-      q->label_fd = labelSocket(c->device->netdev.ipv4, ibv_flow_label_to_udp_sport(label));
-      if (q->label_fd < 0) return fail(errno);
-    }
+    // The label's port taken by a socket not of this emulation (another program's UDP): the QP sends from
+    // its own port instead, as a NIC without flow-label ports would.
+    if (label != 0) q->label_fd = labelSocket(c->device->netdev.ipv4, ibv_flow_label_to_udp_sport(label));
     const int tos = q->attr.ah_attr.grh.traffic_class;  // DSCP << 2 | ECN, as RoCEv2 NICs mark it
     setsockopt(q->label_fd >= 0 ? q->label_fd : q->fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
     q->mtu = 128u << q->attr.path_mtu;

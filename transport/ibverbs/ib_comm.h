@@ -7,6 +7,7 @@
 #include <array>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,9 @@ class IbSendComm : public SendComm {
 
   std::shared_ptr<IbQpSet> qps_;
   PeerWatch watch_;
+  // When the peer's link closed: a peer that took every byte and finished closes too, while the NIC's last
+  // acknowledgement may still be on its way to us; sends fail only if it does not come within kGoneGrace.
+  std::optional<Clock::time_point> gone_at_;
   std::array<Slot, kMaxRequests> slots_;
   std::deque<Pending> pending_;  // every message not yet assigned a buffer, in isend order
   std::deque<Group> groups_;     // CTS received, oldest first

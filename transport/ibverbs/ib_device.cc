@@ -53,8 +53,14 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     throw Error(ErrorCode::kUnavailable, "ibverbs: no RDMA device on this host (libibverbs lists none)");
   }
   const HcaList wanted = HcaList::parse(settings.hca);
+  // Every active port the list takes, in device and port order: the host's rails.
+  struct Candidate {
+    int device;
+    int port;
+  };
+  std::vector<Candidate> candidates;
   std::string seen;
-  for (int i = 0; i < count && context_ == nullptr; ++i) {
+  for (int i = 0; i < count; ++i) {
     const char* name = api.get_device_name(list[i]);
     seen += (seen.empty() ? "" : ", ") + std::string(name);
     ibv_context* context = api.open_device(list[i]);
@@ -64,30 +70,46 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     }
     ibv_device_attr device_attr{};
     const int ports = api.query_device(context, &device_attr) == 0 ? device_attr.phys_port_cnt : 1;
-    for (int p = 1; p <= ports && context_ == nullptr; ++p) {
+    for (int p = 1; p <= ports; ++p) {
       const std::string where = " (port " + std::to_string(p);
+      ibv_port_attr port{};
       if (!wanted.selects(name, p)) {
         seen += where + " not in MEGASCALE_IB_HCA)";
-        continue;
-      }
-      ibv_port_attr port{};
-      if (api.query_port(context, static_cast<uint8_t>(p), &port) != 0 || port.state != IBV_PORT_ACTIVE) {
+      } else if (api.query_port(context, static_cast<uint8_t>(p), &port) != 0 || port.state != IBV_PORT_ACTIVE) {
         seen += where + " not active)";
-        continue;
-      }
-      const Status taken = takePort(api, list[i], context, name, p, port, settings);
-      if (!taken.isOk()) {
-        api.close_device(context);
-        api.free_device_list(list);
-        throw Error(taken.code(), taken.message());
+      } else {
+        candidates.push_back(Candidate{i, p});
       }
     }
-    if (context_ == nullptr) api.close_device(context);
+    api.close_device(context);
   }
-  api.free_device_list(list);
-  if (context_ == nullptr) {
+  if (candidates.empty()) {
+    api.free_device_list(list);
     throw Error(ErrorCode::kUnavailable, "ibverbs: no device with an active port matches MEGASCALE_IB_HCA='" +
                                              settings.hca + "' (found: " + seen + ")");
+  }
+  // A host's ranks spread over its rails: local rank r takes port r mod the ports (rail r for as many ranks as
+  // rails, MegaScale's and every GPU cluster's layout). Without a local rank, the first.
+  const size_t pick = settings.local_rank >= 0 ? static_cast<size_t>(settings.local_rank) % candidates.size() : 0;
+  const Candidate chosen = candidates[pick];
+  const char* name = api.get_device_name(list[chosen.device]);
+  ibv_context* context = api.open_device(list[chosen.device]);
+  ibv_port_attr port{};
+  if (context == nullptr || api.query_port(context, static_cast<uint8_t>(chosen.port), &port) != 0) {
+    if (context != nullptr) api.close_device(context);
+    api.free_device_list(list);
+    throw Error(ErrorCode::kUnavailable, std::string("ibverbs: ") + name + " port " + std::to_string(chosen.port) +
+                                             " went away while it was being opened");
+  }
+  const Status taken = takePort(api, list[chosen.device], context, name, chosen.port, port, settings);
+  api.free_device_list(list);
+  if (!taken.isOk()) {
+    api.close_device(context);
+    throw Error(taken.code(), taken.message());
+  }
+  if (settings.local_rank >= 0) {
+    MSC_LOG_INFO("ibverbs: local rank %d takes active port %zu of %zu (%s port %d)", settings.local_rank, pick + 1,
+                 candidates.size(), name, chosen.port);
   }
   pd_ = api.alloc_pd(context_);
   if (pd_ == nullptr) {

@@ -23,6 +23,7 @@ struct IbSettings {
   int gid_index = -1;    // MEGASCALE_IB_GID_INDEX; -1: chosen by version and family (gid_choice.h)
   int roce_version = 2;  // MEGASCALE_IB_ROCE_VERSION
   bool ipv6 = false;     // MEGASCALE_IB_ADDR_FAMILY=AF_INET6
+  int local_rank = -1;   // MEGASCALE_LOCAL_RANK: which of the host's active ports (rails) this process takes
 };
 
 class IbDevice {

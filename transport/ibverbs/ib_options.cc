@@ -44,6 +44,7 @@ IbOptions ibOptionsFromConfig() {
     throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_IB_ADDR_FAMILY='" + family + "': AF_INET or AF_INET6");
   }
   o.ipv6 = family == "AF_INET6";
+  o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
   o.qps_per_connection = static_cast<int>(knobInRange("MEGASCALE_IB_QPS_PER_CONNECTION", 1, 16));
   o.traffic_class = static_cast<int>(knobInRange("MEGASCALE_IB_TC", -1, 255));
   o.service_level = static_cast<int>(knobInRange("MEGASCALE_IB_SL", 0, 15));

@@ -112,6 +112,7 @@ IbSettings deviceSettings(const TransportOptions& options) {
   settings.gid_index = options.ib.gid_index;
   settings.roce_version = options.ib.roce_version;
   settings.ipv6 = options.ib.ipv6;
+  settings.local_rank = options.ib.local_rank;
   return settings;
 }
 
