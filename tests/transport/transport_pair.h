@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "common/status.h"
 #include "transport/transport.h"
@@ -35,6 +36,23 @@ inline Status completeBoth(Pair& p, Request* sreq, Request* rreq, size_t* sent, 
     if (!rdone) MSC_RETURN_IF_ERROR(p.recv->test(rreq, &rdone, received));
     if (std::chrono::steady_clock::now() > deadline) return Status(ErrorCode::kTimeout, "completeBoth timed out");
   }
+  return Status::ok();
+}
+
+/// One message of `sent` from p.send to p.recv under `tag`, both driven to completion; *received is resized to
+/// what arrived.
+inline Status sendOneMessage(Pair& p, const std::vector<uint8_t>& sent, uint32_t tag, std::vector<uint8_t>* received) {
+  received->assign(sent.size(), 0);
+  Request* rreq = nullptr;
+  void* data = received->data();
+  size_t capacity = received->size();
+  MSC_RETURN_IF_ERROR(p.recv->irecv(1, &data, &capacity, &tag, nullptr, &rreq));
+  Request* sreq = nullptr;
+  MSC_RETURN_IF_ERROR(p.send->isend(sent.data(), sent.size(), tag, nullptr, &sreq));
+  if (sreq == nullptr || rreq == nullptr) return Status(ErrorCode::kInternal, "sendOneMessage: no free request slot");
+  size_t sent_bytes = 0, received_bytes = 0;
+  MSC_RETURN_IF_ERROR(completeBoth(p, sreq, rreq, &sent_bytes, &received_bytes));
+  received->resize(received_bytes);
   return Status::ok();
 }
 

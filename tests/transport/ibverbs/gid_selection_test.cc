@@ -57,18 +57,10 @@ TEST(IbGidSelection, TheTransportTakesTheGidTheKnobsAskFor) {
     return;
   }
   ASSERT_TRUE(connected.isOk()) << connected.message();
-  std::vector<uint8_t> sent(100000), received(sent.size());
+  std::vector<uint8_t> sent(100000), received;
   for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<uint8_t>(i * 13 + 5);
-  Request* rreq = nullptr;
-  void* data = received.data();
-  size_t capacity = received.size();
-  uint32_t tag = 3;
-  ASSERT_TRUE(pair.recv->irecv(1, &data, &capacity, &tag, nullptr, &rreq).isOk());
-  Request* sreq = nullptr;
-  ASSERT_TRUE(pair.send->isend(sent.data(), sent.size(), 3, nullptr, &sreq).isOk());
-  size_t sent_bytes = 0, received_bytes = 0;
-  ASSERT_TRUE(testing::completeBoth(pair, sreq, rreq, &sent_bytes, &received_bytes).isOk());
-  EXPECT_EQ(received_bytes, sent.size());
+  const Status moved = testing::sendOneMessage(pair, sent, 3, &received);
+  ASSERT_TRUE(moved.isOk()) << moved.message();
   EXPECT_EQ(received, sent);
 }
 

@@ -103,17 +103,10 @@ TEST(IbWire, QueuePairsLeaveFromConsecutiveFlowLabelPortsInTheirTrafficClass) {
   auto listener = transport->listen();
   testing::Pair pair;
   ASSERT_TRUE(testing::connectPair(*transport, *listener, &pair).isOk());
-  std::vector<uint8_t> sent(4 << 20), received(sent.size());
+  std::vector<uint8_t> sent(4 << 20), received;
   for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<uint8_t>(i * 31 + 7);
-  Request* rreq = nullptr;
-  void* data = received.data();
-  size_t capacity = received.size();
-  uint32_t tag = 9;
-  ASSERT_TRUE(pair.recv->irecv(1, &data, &capacity, &tag, nullptr, &rreq).isOk());
-  Request* sreq = nullptr;
-  ASSERT_TRUE(pair.send->isend(sent.data(), sent.size(), 9, nullptr, &sreq).isOk());
-  size_t sent_bytes = 0, received_bytes = 0;
-  ASSERT_TRUE(testing::completeBoth(pair, sreq, rreq, &sent_bytes, &received_bytes).isOk());
+  const Status moved = testing::sendOneMessage(pair, sent, 9, &received);
+  ASSERT_TRUE(moved.isOk()) << moved.message();
   ASSERT_EQ(received, sent);
   const std::vector<Datagram> datagrams = capture.stop();
 
