@@ -9,8 +9,8 @@
 
 #include "common/log.h"
 #include "common/process_shared.h"
-#include "transport/ibverbs/hca_list.h"
 #include "common/status.h"
+#include "transport/ibverbs/hca_list.h"
 
 namespace megascale::transport {
 
@@ -92,13 +92,13 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
   // rails, MegaScale's and every GPU cluster's layout). Without a local rank, the first.
   const size_t pick = settings.local_rank >= 0 ? static_cast<size_t>(settings.local_rank) % candidates.size() : 0;
   const Candidate chosen = candidates[pick];
-  const char* name = api.get_device_name(list[chosen.device]);
+  const std::string name = api.get_device_name(list[chosen.device]);  // a copy: the list is freed below
   ibv_context* context = api.open_device(list[chosen.device]);
   ibv_port_attr port{};
   if (context == nullptr || api.query_port(context, static_cast<uint8_t>(chosen.port), &port) != 0) {
     if (context != nullptr) api.close_device(context);
     api.free_device_list(list);
-    throw Error(ErrorCode::kUnavailable, std::string("ibverbs: ") + name + " port " + std::to_string(chosen.port) +
+    throw Error(ErrorCode::kUnavailable, "ibverbs: " + name + " port " + std::to_string(chosen.port) +
                                              " went away while it was being opened");
   }
   const Status taken = takePort(api, list[chosen.device], context, name, chosen.port, port, settings);
@@ -109,7 +109,7 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
   }
   if (settings.local_rank >= 0) {
     MSC_LOG_INFO("ibverbs: local rank %d takes active port %zu of %zu (%s port %d)", settings.local_rank, pick + 1,
-                 candidates.size(), name, chosen.port);
+                 candidates.size(), name.c_str(), chosen.port);
   }
   pd_ = api.alloc_pd(context_);
   if (pd_ == nullptr) {
@@ -119,13 +119,13 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
   registrations_ = std::make_unique<RegistrationCache>(api, name_);
 }
 
-Status IbDevice::takePort(const VerbsApi& api, ibv_device* device, ibv_context* context, const char* name,
+Status IbDevice::takePort(const VerbsApi& api, ibv_device* device, ibv_context* context, const std::string& name,
                           int port_number, const ibv_port_attr& port, const IbSettings& settings) {
   const bool infiniband = port.link_layer == IBV_LINK_LAYER_INFINIBAND;
   GidEntry chosen;
   MSC_RETURN_IF_ERROR(chooseGid(gidTable(api, device, context, port_number, port.gid_tbl_len),
                                 GidPreference{settings.gid_index, settings.roce_version, settings.ipv6}, infiniband,
-                                std::string(name) + " port " + std::to_string(port_number), &chosen));
+                                name + " port " + std::to_string(port_number), &chosen));
   context_ = context;
   name_ = name;
   port_ = static_cast<uint8_t>(port_number);

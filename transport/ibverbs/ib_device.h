@@ -60,8 +60,8 @@ class IbDevice {
   IbDevice(const VerbsApi& api, const IbSettings& settings);
   void describe(const VerbsApi& api, ibv_device* device, ibv_context* context);
   /// Takes port `port_number` of the open device if a GID fits it (else the error, and nothing taken).
-  Status takePort(const VerbsApi& api, ibv_device* device, ibv_context* context, const char* name, int port_number,
-                  const ibv_port_attr& port, const IbSettings& settings);
+  Status takePort(const VerbsApi& api, ibv_device* device, ibv_context* context, const std::string& name,
+                  int port_number, const ibv_port_attr& port, const IbSettings& settings);
   /// The port's GID table with each entry's type.
   std::vector<GidEntry> gidTable(const VerbsApi& api, ibv_device* device, ibv_context* context, int port_number,
                                  int length) const;
