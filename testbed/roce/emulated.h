@@ -1,9 +1,9 @@
 // The emulated RoCE device's objects (testbed only, never part of libmegascale). Each verbs object begins with
 // the libibverbs struct the caller sees, so a pointer converts both ways; the rest is the emulation's state.
-// Device: one per network interface picked by EMU_ROCE_NETDEVS (default: every interface with an
-// IPv4 address but lo; lo when there is none), named "emroce<N>", one port whose state follows the interface's
-// link (ip link set down: port down) and whose GID table lists the interface's address as a ConnectX does:
-// RoCE v1 first (index 0), RoCE v2 next (index 1). The emulation carries RoCE v2 (UDP/IP) only: a queue pair
+// Devices: one per entry of EMU_ROCE_NETDEVS (default: every interface with an IPv4 address but lo; lo when
+// there is none), named "emroce<N>"; an entry "a+b" is a dual-port NIC, port 1 on interface a, port 2 on b.
+// A port's state follows its interface's link (ip link set down: port down) and its GID table lists the
+// interface's address as a ConnectX does: RoCE v1 first (index 0), RoCE v2 next (index 1). The emulation carries RoCE v2 (UDP/IP) only: a queue pair
 // addressed through the v1 entry is refused, the mistake (a job on v1, which routers drop) it exists to catch.
 #pragma once
 
@@ -30,15 +30,20 @@ struct Netdev {
   int mtu = 1500;
 };
 
+constexpr int kMaxPorts = 2;
+
 struct EmuDevice {
   ibv_device device;  // first: ibv_device* <-> EmuDevice*
-  Netdev netdev;
-  uint64_t guid;      // network byte order, from the MAC as EUI-64
+  std::vector<Netdev> ports;  // port p (1-based) sits on ports[p - 1]
+  uint64_t guid;      // network byte order, from port 1's MAC as EUI-64
   // EMU_ROCE_LINK_LAYER=infiniband: the port is InfiniBand - a LID (the low 16 bits of the interface's IPv4
   // address; a LID names a port within the /16 subnet) and one GID of type IB (ibGid) - and queue pairs
   // address peers by LID, or by GID with the GRH.
   bool infiniband = false;
-  uint16_t lid() const;
+  bool hasPort(uint32_t port) const { return port >= 1 && port <= ports.size(); }
+  /// Port `port`'s interface (the caller checked hasPort).
+  const Netdev& netdev(uint32_t port) const { return ports[port - 1]; }
+  uint16_t lid(uint32_t port) const;
 };
 
 constexpr int kGidTableLength = 2;  // RoCE; an InfiniBand port has one
@@ -151,10 +156,15 @@ struct RecvWqe {
 /// port, so several of them between two hosts spread over ECMP paths as distinct UDP flows.
 struct EmuQp {
   ibv_qp qp;  // first
-  int fd = -1;  // its UDP socket: the port peers send to (its number's), and where it sends from without a label
+  // Its UDP sockets, one per port of the device, all on the port its number carries: the one of the port the
+  // queue pair was given (port 1 until INIT says otherwise) is `fd`, where peers send to and where it sends
+  // from without a label.
+  std::vector<int> port_fds;
+  int fd = -1;
   // The flow label's socket: a RoCE v2 NIC puts a queue pair's flow label into the UDP source port
   // (ibv_flow_label_to_udp_sport), which is what a fabric's ECMP hashes; -1 without a label.
   int label_fd = -1;
+  uint8_t port = 1;
   sockaddr_in peer{};  // the peer queue pair's UDP endpoint, from RTR on; datagrams from another host are dropped
   ibv_qp_attr attr{};  // what modify_qp set so far
   ibv_qp_cap cap{};

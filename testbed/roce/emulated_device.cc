@@ -29,20 +29,26 @@ bool readInterface(Netdev* n) {
   return n->ifindex > 0;
 }
 
-std::vector<std::string> wantedNames() {
-  std::vector<std::string> names;
+// EMU_ROCE_NETDEVS: devices separated by ',', a device's ports by '+' ("rail0,rail1+rail2"); empty: not set.
+std::vector<std::vector<std::string>> wantedDevices() {
+  std::vector<std::vector<std::string>> devices;
   const char* list = std::getenv("EMU_ROCE_NETDEVS");
-  if (list == nullptr) return names;
+  if (list == nullptr) return devices;
   std::stringstream in(list);
-  for (std::string name; std::getline(in, name, ',');) {
-    if (!name.empty()) names.push_back(name);
+  for (std::string entry; std::getline(in, entry, ',');) {
+    std::vector<std::string> ports;
+    std::stringstream names(entry);
+    for (std::string name; std::getline(names, name, '+');) {
+      if (!name.empty()) ports.push_back(name);
+    }
+    if (!ports.empty()) devices.push_back(ports);
   }
-  return names;
+  return devices;
 }
 
-std::vector<Netdev> findNetdevs() {
-  std::vector<std::string> wanted = wantedNames();
-  std::vector<Netdev> found, loopback;
+// Every interface with an IPv4 address (its first), in the order getifaddrs lists them.
+std::vector<Netdev> ipv4Interfaces(std::vector<bool>* loopback) {
+  std::vector<Netdev> found;
   ifaddrs* all = nullptr;
   if (getifaddrs(&all) != 0) return found;
   for (ifaddrs* a = all; a != nullptr; a = a->ifa_next) {
@@ -53,19 +59,41 @@ std::vector<Netdev> findNetdevs() {
     bool duplicate = false;
     for (const Netdev& f : found) duplicate = duplicate || f.name == n.name;
     if (duplicate || !readInterface(&n)) continue;
-    if (!wanted.empty()) {
-      bool chosen = false;
-      for (const std::string& w : wanted) chosen = chosen || w == n.name;
-      if (chosen) found.push_back(n);
-    } else if (a->ifa_flags & IFF_LOOPBACK) {
-      loopback.push_back(n);
-    } else {
-      found.push_back(n);
-    }
+    found.push_back(n);
+    loopback->push_back((a->ifa_flags & IFF_LOOPBACK) != 0);
   }
   freeifaddrs(all);
-  if (wanted.empty() && found.empty()) return loopback;
   return found;
+}
+
+// The devices' ports: those EMU_ROCE_NETDEVS names (a device whose interfaces are not all here is left out,
+// at most kMaxPorts each), else a single-port device per interface but lo, else lo.
+std::vector<std::vector<Netdev>> findPorts() {
+  std::vector<bool> loopback;
+  const std::vector<Netdev> interfaces = ipv4Interfaces(&loopback);
+  std::vector<std::vector<Netdev>> devices;
+  const auto wanted = wantedDevices();
+  if (!wanted.empty()) {
+    for (const auto& names : wanted) {
+      std::vector<Netdev> ports;
+      for (const std::string& name : names) {
+        for (const Netdev& n : interfaces) {
+          if (n.name == name) ports.push_back(n);
+        }
+      }
+      if (ports.size() == names.size() && ports.size() <= static_cast<size_t>(kMaxPorts)) devices.push_back(ports);
+    }
+    return devices;
+  }
+  for (size_t i = 0; i < interfaces.size(); ++i) {
+    if (!loopback[i]) devices.push_back({interfaces[i]});
+  }
+  if (devices.empty()) {
+    for (size_t i = 0; i < interfaces.size(); ++i) {
+      if (loopback[i]) devices.push_back({interfaces[i]});
+    }
+  }
+  return devices;
 }
 
 uint64_t guidFromMac(const uint8_t mac[6], int index) {
@@ -84,10 +112,10 @@ const std::vector<EmuDevice*>& emulatedDevices() {
   static const std::vector<EmuDevice*>& devices = *new std::vector<EmuDevice*>([] {
     std::vector<EmuDevice*> out;
     int index = 0;
-    for (const Netdev& n : findNetdevs()) {
+    for (const std::vector<Netdev>& ports : findPorts()) {
       auto* d = new EmuDevice{};
-      d->netdev = n;
-      d->guid = guidFromMac(n.mac, index);
+      d->ports = ports;
+      d->guid = guidFromMac(ports.front().mac, index);
       const char* link_layer = std::getenv("EMU_ROCE_LINK_LAYER");
       d->infiniband = link_layer != nullptr && std::strcmp(link_layer, "infiniband") == 0;
       d->device.node_type = IBV_NODE_CA;
@@ -146,7 +174,9 @@ in_addr lidToIpv4(uint16_t lid, in_addr local) {
   return peer;
 }
 
-uint16_t EmuDevice::lid() const { return static_cast<uint16_t>(ntohl(netdev.ipv4.s_addr) & 0xffff); }
+uint16_t EmuDevice::lid(uint32_t port) const {
+  return static_cast<uint16_t>(ntohl(netdev(port).ipv4.s_addr) & 0xffff);
+}
 
 int fail(int error) {
   errno = error;

@@ -111,19 +111,20 @@ int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
   attr->atomic_cap = IBV_ATOMIC_NONE;
   attr->max_pkeys = 1;
   attr->local_ca_ack_delay = 16;
-  attr->phys_port_cnt = 1;
+  attr->phys_port_cnt = static_cast<uint8_t>(c->device->ports.size());
   return 0;
 }
 
 // The exported (compat) entry: the inline ibv_query_port of <infiniband/verbs.h> zeroes the caller's whole
 // struct and lands here for a context that is not extended; the fields after link_layer are the newer ones.
 int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* attr) {
-  if (port != 1) return fail(EINVAL);
   EmuContext* c = emu(context);
+  if (!c->device->hasPort(port)) return fail(EINVAL);
+  const Netdev& netdev = c->device->netdev(port);
   ibv_port_attr a{};
-  a.state = linkState(c->device->netdev);
+  a.state = linkState(netdev);
   a.max_mtu = IBV_MTU_4096;
-  a.active_mtu = mtuFor(c->device->netdev.mtu);
+  a.active_mtu = mtuFor(netdev.mtu);
   a.gid_tbl_len = gidTableLength(*c->device);
   a.port_cap_flags = IBV_PORT_CM_SUP;
   a.max_msg_sz = 1u << 31;
@@ -133,27 +134,28 @@ int ibv_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_attr* at
   a.active_speed = 32;  // EDR: 25 Gb/s a lane, 100 Gb/s in all (what the emulation claims, not what it moves)
   a.phys_state = a.state == IBV_PORT_ACTIVE ? 5 : 3;  // LinkUp : Disabled
   a.link_layer = c->device->infiniband ? IBV_LINK_LAYER_INFINIBAND : IBV_LINK_LAYER_ETHERNET;
-  if (c->device->infiniband) a.lid = c->device->lid();
+  if (c->device->infiniband) a.lid = c->device->lid(port);
   std::memcpy(attr, &a, offsetof(ibv_port_attr, flags));
   return 0;
 }
 
-// The GID table, as a ConnectX lists it: the interface's address as RoCE v1 (index 0), then as RoCE v2
+// A port's GID table, as a ConnectX lists it: its interface's address as RoCE v1 (index 0), then as RoCE v2
 // (index 1; kRoceV2GidIndex). Both entries hold the same IPv4-mapped GID; only the type tells them apart.
 // An InfiniBand port has one: its port GID (ibGid).
 namespace {
 bool validGid(ibv_context* context, uint32_t port, uint32_t index) {
-  return port == 1 && index < static_cast<uint32_t>(gidTableLength(*emu(context)->device));
-}
-ibv_gid gidAt(ibv_context* context) {
   const EmuDevice& d = *emu(context)->device;
-  return d.infiniband ? ibGid(d.netdev.ipv4) : roceGid(d.netdev.ipv4);
+  return d.hasPort(port) && index < static_cast<uint32_t>(gidTableLength(d));
+}
+ibv_gid gidAt(ibv_context* context, uint32_t port) {
+  const EmuDevice& d = *emu(context)->device;
+  return d.infiniband ? ibGid(d.netdev(port).ipv4) : roceGid(d.netdev(port).ipv4);
 }
 }  // namespace
 
 int ibv_query_gid(ibv_context* context, uint8_t port, int index, ibv_gid* gid) {
   if (index < 0 || !validGid(context, port, static_cast<uint32_t>(index))) return fail(EINVAL);
-  *gid = gidAt(context);
+  *gid = gidAt(context, port);
   return 0;
 }
 
@@ -169,36 +171,41 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port, uint32_t index, ibv_g
   if (!validGid(context, port, index)) return fail(EINVAL);
   if (entry_size < sizeof(ibv_gid_entry)) return fail(EINVAL);
   const EmuDevice& d = *emu(context)->device;
-  entry->gid = gidAt(context);
+  entry->gid = gidAt(context, port);
   entry->gid_index = index;
-  entry->port_num = 1;
+  entry->port_num = port;
   entry->gid_type = d.infiniband                ? IBV_GID_TYPE_IB
                     : index == kRoceV2GidIndex ? IBV_GID_TYPE_ROCE_V2
                                                 : IBV_GID_TYPE_ROCE_V1;
-  entry->ndev_ifindex = d.infiniband ? 0 : static_cast<uint32_t>(d.netdev.ifindex);
+  entry->ndev_ifindex = d.infiniband ? 0 : static_cast<uint32_t>(d.netdev(port).ifindex);
   return 0;
 }
 
 ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries, uint32_t flags,
                              size_t entry_size) {
-  const int length = gidTableLength(*emu(context)->device);
-  if (max_entries < static_cast<size_t>(length)) return -fail(EINVAL);
-  for (int i = 0; i < length; ++i) {
-    auto* entry = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + static_cast<size_t>(i) * entry_size);
-    const int rc = _ibv_query_gid_ex(context, 1, static_cast<uint32_t>(i), entry, flags, entry_size);
-    if (rc != 0) return -rc;
+  // Every port's table, port by port.
+  const EmuDevice& d = *emu(context)->device;
+  const size_t length = static_cast<size_t>(gidTableLength(d));
+  if (max_entries < length * d.ports.size()) return -fail(EINVAL);
+  size_t filled = 0;
+  for (uint32_t port = 1; port <= d.ports.size(); ++port) {
+    for (size_t i = 0; i < length; ++i, ++filled) {
+      auto* entry = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<uint8_t*>(entries) + filled * entry_size);
+      const int rc = _ibv_query_gid_ex(context, port, static_cast<uint32_t>(i), entry, flags, entry_size);
+      if (rc != 0) return -rc;
+    }
   }
-  return length;
+  return static_cast<ssize_t>(filled);
 }
 
-int ibv_query_pkey(ibv_context*, uint8_t port, int index, __be16* pkey) {
-  if (port != 1 || index != 0) return fail(EINVAL);
+int ibv_query_pkey(ibv_context* context, uint8_t port, int index, __be16* pkey) {
+  if (!emu(context)->device->hasPort(port) || index != 0) return fail(EINVAL);
   *pkey = 0xffff;
   return 0;
 }
 
-int ibv_get_pkey_index(ibv_context*, uint8_t port, __be16 pkey) {
-  if (port != 1 || pkey != 0xffff) return -fail(EINVAL);
+int ibv_get_pkey_index(ibv_context* context, uint8_t port, __be16 pkey) {
+  if (!emu(context)->device->hasPort(port) || pkey != 0xffff) return -fail(EINVAL);
   return 0;
 }
 

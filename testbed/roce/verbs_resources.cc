@@ -198,16 +198,61 @@ void ibv_ack_cq_events(ibv_cq*, unsigned int) {}
 
 namespace {
 
-// A queue pair's receiving port, below the flow labels' ports (0xc000 and up), so a label's sending socket
-// never finds its port taken by a receiving one: a random free port of 32768..49151, else any.
-bool bindBelowLabelPorts(int fd, sockaddr_in local) {
-  static thread_local std::minstd_rand random(static_cast<unsigned>(std::random_device{}()));
-  for (int attempt = 0; attempt < 64; ++attempt) {
-    local.sin_port = htons(static_cast<uint16_t>(32768 + random() % 16384));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) == 0) return true;
+// A UDP socket with buffers for a whole window of datagrams: an overflowing socket buffer is a lossy wire, and
+// every loss costs a retransmission timeout. (FORCE passes net.core.rmem_max for root; others get what the
+// limit allows.)
+int queuePairSocket() {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  const int buffer_bytes = 8 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
   }
-  local.sin_port = 0;
-  return bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) == 0;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
+  }
+  return fd;
+}
+
+// The NIC thread reads the queue pair's datagrams from `fd` (its epoll event carries the queue pair number).
+void watchSocket(EmuContext* c, int fd, uint32_t qp_num) {
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.u32 = qp_num;
+  epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &e);
+}
+
+void closeAll(std::vector<int>& fds) {
+  for (int fd : fds) close(fd);
+  fds.clear();
+}
+
+// A queue pair's receiving sockets, one per port of the device, all on one UDP port (its number carries it,
+// and which of the device's ports it uses is only known at INIT): a random port of 32768..49151 free on every
+// port's address, below the flow labels' ports (0xc000 and up) so a label's sending socket never finds its
+// port taken by a receiving one. Empty (errno set) when none is found.
+std::vector<int> bindQueuePairSockets(const EmuDevice& d) {
+  static thread_local std::minstd_rand random(static_cast<unsigned>(std::random_device{}()));
+  std::vector<int> fds;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const auto port = htons(static_cast<uint16_t>(32768 + random() % 16384));
+    bool bound = true;
+    for (size_t p = 0; p < d.ports.size() && bound; ++p) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      local.sin_addr = d.ports[p].ipv4;
+      local.sin_port = port;
+      const int fd = queuePairSocket();
+      if (fd >= 0) fds.push_back(fd);
+      bound = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) == 0;
+    }
+    if (bound) return fds;
+    const int e = errno;
+    closeAll(fds);
+    errno = e;
+    if (e != EADDRINUSE) break;
+  }
+  return fds;
 }
 
 // A socket that only sends, from `sport`: queue pairs with the same label share the port (SO_REUSEPORT), as
@@ -245,28 +290,14 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
     return failNull<ibv_qp>(EINVAL);
   }
   EmuContext* c = emu(pd->context);
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return nullptr;
+  std::vector<int> fds = bindQueuePairSockets(*c->device);
+  if (fds.empty()) return nullptr;
   sockaddr_in local{};
-  local.sin_family = AF_INET;
-  local.sin_addr = c->device->netdev.ipv4;
   socklen_t len = sizeof(local);
-  if (!bindBelowLabelPorts(fd, local) || getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-    int e = errno;
-    close(fd);
-    return failNull<ibv_qp>(e);
-  }
-  // Room for a whole window of datagrams: an overflowing socket buffer is a lossy wire, and every loss costs a
-  // retransmission timeout. (FORCE passes net.core.rmem_max for root; others get what the limit allows.)
-  const int buffer_bytes = 8 << 20;
-  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
-  }
-  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
-  }
+  getsockname(fds.front(), reinterpret_cast<sockaddr*>(&local), &len);
   auto* q = new EmuQp{};
-  q->fd = fd;
+  q->port_fds = fds;
+  q->fd = fds.front();
   q->cap = init->cap;
   q->sq_sig_all = init->sq_sig_all != 0;
   q->qp.context = pd->context;
@@ -283,10 +314,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->attr.qp_state = IBV_QPS_RESET;
   std::lock_guard<std::mutex> guard(c->lock);
   c->qps[q->qp.qp_num] = q;
-  epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.u32 = q->qp.qp_num;
-  epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &e);
+  watchSocket(c, q->fd, q->qp.qp_num);
   return &q->qp;
 }
 
@@ -297,7 +325,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   const ibv_qp_state from = qp->state;
   const ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
   if (!transitionAllowed(from, to, mask)) return fail(EINVAL);
-  if ((mask & IBV_QP_PORT) && attr->port_num != 1) return fail(EINVAL);
+  if ((mask & IBV_QP_PORT) && !c->device->hasPort(attr->port_num)) return fail(EINVAL);
   if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~kAccessFlagsKnown)) return fail(EINVAL);
   const bool infiniband = c->device->infiniband;
   // RoCE v1 (index 0) is an Ethernet frame routers do not carry; this fabric is routed, so only v2 goes.
@@ -311,6 +339,13 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (mask & IBV_QP_CUR_STATE) q->attr.cur_qp_state = attr->cur_qp_state;
   if (mask & IBV_QP_ACCESS_FLAGS) q->attr.qp_access_flags = attr->qp_access_flags;
   if (mask & IBV_QP_PKEY_INDEX) q->attr.pkey_index = attr->pkey_index;
+  if ((mask & IBV_QP_PORT) && attr->port_num != q->port) {
+    // The port's socket takes over: peers reach the queue pair at that port's address from now on.
+    epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, q->fd, nullptr);
+    q->port = attr->port_num;
+    q->fd = q->port_fds[q->port - 1u];
+    watchSocket(c, q->fd, qp->qp_num);
+  }
   if (mask & IBV_QP_PORT) q->attr.port_num = attr->port_num;
   if (mask & IBV_QP_AV) q->attr.ah_attr = attr->ah_attr;
   if (mask & IBV_QP_PATH_MTU) q->attr.path_mtu = attr->path_mtu;
@@ -329,7 +364,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     sockaddr_in peer{};
     peer.sin_family = AF_INET;
     if (!q->attr.ah_attr.is_global) {
-      peer.sin_addr = lidToIpv4(q->attr.ah_attr.dlid, c->device->netdev.ipv4);
+      peer.sin_addr = lidToIpv4(q->attr.ah_attr.dlid, c->device->netdev(q->port).ipv4);
     } else if (!gidToIpv4(q->attr.ah_attr.grh.dgid, &peer.sin_addr)) {
       return fail(EINVAL);
     }
@@ -340,7 +375,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     const uint32_t label = q->attr.ah_attr.is_global ? q->attr.ah_attr.grh.flow_label & 0xfffff : 0;
     // The label's port taken by a socket not of this emulation (another program's UDP): the QP sends from
     // its own port instead, as a NIC without flow-label ports would.
-    if (label != 0) q->label_fd = labelSocket(c->device->netdev.ipv4, ibv_flow_label_to_udp_sport(label));
+    if (label != 0) q->label_fd = labelSocket(c->device->netdev(q->port).ipv4, ibv_flow_label_to_udp_sport(label));
     const int tos = q->attr.ah_attr.grh.traffic_class;  // DSCP << 2 | ECN, as RoCEv2 NICs mark it
     setsockopt(q->label_fd >= 0 ? q->label_fd : q->fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
     q->mtu = 128u << q->attr.path_mtu;
@@ -381,7 +416,7 @@ int ibv_destroy_qp(ibv_qp* qp) {
     c->qps.erase(qp->qp_num);
     epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, q->fd, nullptr);
   }
-  close(q->fd);
+  closeAll(q->port_fds);
   if (q->label_fd >= 0) close(q->label_fd);
   pthread_mutex_destroy(&q->qp.mutex);
   pthread_cond_destroy(&q->qp.cond);

@@ -3,8 +3,9 @@
 # 1. Every collective, dtype and op is exact (with the algorithms auto picks, then all hierarchical, then the
 #    hierarchical all-reduce with the node engine as the host stage), with MEGASCALE_TRANSPORT=auto choosing per
 #    peer: each rank talks shared memory to the other rank of its host and TCP to the two ranks of the other host.
-#    With the emulated RoCE device (EMULATED_VERBS_DIR), the ibverbs transport on one NIC per rail: local rank l
-#    takes the host's l-th port, so the hierarchical all-reduce's rail rings cross both rails' NICs.
+#    With the emulated RoCE device (EMULATED_VERBS_DIR), the ibverbs transport on one NIC per rail, then on one
+#    dual-port NIC with a port per rail: local rank l takes the host's l-th port, so the hierarchical
+#    all-reduce's rail rings cross both rails.
 # 2. Ranks that see different network rates still choose the same algorithm.
 # 3. A host whose cable is pulled mid-all-reduce: every rank fails within the timeout, with an error that names
 #    the rank, the peer and the peer's host.
@@ -64,16 +65,20 @@ grep -q "rank 0: .*host-stage: ranks 0, 1" "$out0" && grep -q "rank 3: .*host-st
 echo "ok: hierarchical all-reduce exact with the node engine as each host's stage"
 
 if [ -n "$verbs_dir" ]; then
-  before0=$(tx 0) before1=$(tx 1)
-  LD_LIBRARY_PATH=$verbs_dir EMU_ROCE_NETDEVS=rail0,rail1 MEGASCALE_TRANSPORT=ibverbs MEGASCALE_ALGO=hier MEGASCALE_DEBUG=1 \
-    job ib 60000 "$check" --describe --collectives all_reduce 1000 262144
-  for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "all-reduce over ibverbs failed on host $((i - 1))"; }; done
-  grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fail "all-reduce over ibverbs was wrong"; }
-  grep -q "local rank 1 takes active port 2 of 2 (emroce1 port 1)" "$out0" ||
-    { cat "$out0"; fail "local rank 1 did not take the second rail's NIC"; }
-  rail0=$(($(tx 0) - before0)) rail1=$(($(tx 1) - before1))
-  ((rail0 > 1000000 && rail1 > 1000000)) || fail "over ibverbs host 0 sent $rail0 bytes on rail 0 and $rail1 on rail 1"
-  echo "ok: all-reduce exact over ibverbs, one emulated NIC per rail; host 0 sent $rail0 bytes on rail 0, $rail1 on rail 1"
+  # One single-port NIC per rail, then one dual-port NIC with a port on each rail.
+  for layout in "nics rail0,rail1 emroce1 port 1" "ports rail0+rail1 emroce0 port 2"; do
+    read -r id netdevs second_port <<< "$layout"
+    before0=$(tx 0) before1=$(tx 1)
+    LD_LIBRARY_PATH=$verbs_dir EMU_ROCE_NETDEVS=$netdevs MEGASCALE_TRANSPORT=ibverbs MEGASCALE_ALGO=hier MEGASCALE_DEBUG=1 \
+      job "ib-$id" 60000 "$check" --describe --collectives all_reduce 1000 262144
+    for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "all-reduce over ibverbs ($netdevs) failed on host $((i - 1))"; }; done
+    grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fail "all-reduce over ibverbs ($netdevs) was wrong"; }
+    grep -q "local rank 1 takes active port 2 of 2 ($second_port)" "$out0" ||
+      { cat "$out0"; fail "local rank 1 did not take the second rail's port ($second_port)"; }
+    rail0=$(($(tx 0) - before0)) rail1=$(($(tx 1) - before1))
+    ((rail0 > 1000000 && rail1 > 1000000)) || fail "over ibverbs ($netdevs) host 0 sent $rail0 bytes on rail 0 and $rail1 on rail 1"
+    echo "ok: all-reduce exact over ibverbs, EMU_ROCE_NETDEVS=$netdevs; host 0 sent $rail0 bytes on rail 0, $rail1 on rail 1"
+  done
 fi
 
 # Host 1 sees a 100 Mbit/s network and host 0 its 10 Gbit/s veth: for an 8 KiB all-reduce the cost model alone would
