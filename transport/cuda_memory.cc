@@ -65,6 +65,8 @@ CudaDriver::CudaDriver() {
   int (*init)(unsigned) = nullptr;
   int (*device_count)(int*) = nullptr;
   int (*device_attribute)(int*, int, int) = nullptr;
+  int (*device_get)(int*, int) = nullptr;
+  int (*device_bus_id)(char*, int, int) = nullptr;
   std::string missing;
   bindSymbol(library, "cuInit", &init, &missing);
   bindSymbol(library, "cuDeviceGetCount", &device_count, &missing);
@@ -72,6 +74,8 @@ CudaDriver::CudaDriver() {
   bindSymbol(library, "cuPointerGetAttribute", &pointer_get_attribute_, &missing);
   bindSymbol(library, "cuGetErrorString", &get_error_string_, &missing);
   bindSymbol(library, "cuMemGetHandleForAddressRange", &mem_get_handle_for_address_range_, nullptr);  // 11.7+
+  bindSymbol(library, "cuDeviceGet", &device_get, nullptr);
+  bindSymbol(library, "cuDeviceGetPCIBusId", &device_bus_id, nullptr);
   if (!missing.empty()) {
     why_ = std::string("cuda: ") + kLibrary + " lacks " + missing;
     return;
@@ -83,6 +87,13 @@ CudaDriver::CudaDriver() {
     return;
   }
   available_ = true;
+  for (int ordinal = 0; ordinal < devices && device_get != nullptr && device_bus_id != nullptr; ++ordinal) {
+    int device = 0;
+    char bus_id[32] = {};
+    const bool known = device_get(&device, ordinal) == kSuccess &&
+                       device_bus_id(bus_id, sizeof(bus_id), device) == kSuccess;
+    gpu_bus_ids_.push_back(known ? bus_id : "");
+  }
   int supported = 0;
   dma_buf_supported_ = mem_get_handle_for_address_range_ != nullptr &&
                        device_attribute(&supported, kDeviceAttributeDmaBufSupported, 0) == kSuccess && supported != 0;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -32,6 +33,9 @@ class CudaDriver {
   static bool builtWithCuda();
   /// Whether the driver can export device memory as dma-buf (CUDA 11.7+, a device that supports it).
   bool dmaBufSupported() const { return dma_buf_supported_; }
+  /// The PCI bus id ("0000:3b:00.0") of each GPU the process sees (CUDA_VISIBLE_DEVICES applied), by ordinal;
+  /// empty without a driver.
+  const std::vector<std::string>& gpuBusIds() const { return gpu_bus_ids_; }
   /// Whether `data` is device memory. False without a driver.
   bool isDevicePointer(const void* data) const;
   /// A dma-buf descriptor for the aligned `range` (the caller closes it). kUnavailable without a driver or
@@ -44,6 +48,7 @@ class CudaDriver {
   bool available_ = false;
   bool dma_buf_supported_ = false;
   std::string why_;
+  std::vector<std::string> gpu_bus_ids_;
   // The driver entry points used (CUresult is an int; pointers and sizes are the ABI's).
   int (*pointer_get_attribute_)(void*, int, uintptr_t) = nullptr;
   int (*mem_get_handle_for_address_range_)(void*, uintptr_t, size_t, int, unsigned long long) = nullptr;

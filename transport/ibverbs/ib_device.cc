@@ -10,7 +10,9 @@
 #include "common/log.h"
 #include "common/process_shared.h"
 #include "common/status.h"
+#include "transport/cuda_memory.h"
 #include "transport/ibverbs/hca_list.h"
+#include "transport/ibverbs/nic_locality.h"
 
 namespace megascale::transport {
 
@@ -36,6 +38,29 @@ double portGbps(const ibv_port_attr& a) {
     default: break;
   }
   return lanes * lane;
+}
+
+// rdma-core's sysfs directory for the device (/sys/class/infiniband/<name>); its `device` link is the PCI
+// function. Empty for a device without one (the emulated device).
+std::string pciPathOf(const ibv_device* device) {
+  char resolved[PATH_MAX];
+  const std::string link = std::string(device->ibdev_path) + "/device";
+  return realpath(link.c_str(), resolved) != nullptr ? resolved : "";
+}
+
+// Where this rank runs: the GPU its local rank drives (one per rank, by ordinal among those visible), and the
+// NUMA nodes of the CPUs it may run on.
+RankLocality rankLocality(int local_rank) {
+  RankLocality rank;
+  rank.local_rank = local_rank;
+  const std::vector<std::string>& gpus = CudaDriver::get().gpuBusIds();
+  if (!gpus.empty()) {
+    const size_t ordinal = local_rank >= 0 ? static_cast<size_t>(local_rank) % gpus.size() : 0;
+    rank.gpu_pci_path = pciPathOfBusId(gpus[ordinal]);
+    rank.gpu_numa_node = numaNodeOfPciPath(rank.gpu_pci_path);
+  }
+  rank.cpu_numa_nodes = allowedNumaNodes();
+  return rank;
 }
 
 }  // namespace
@@ -88,9 +113,18 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     throw Error(ErrorCode::kUnavailable, "ibverbs: no device with an active port matches MEGASCALE_IB_HCA='" +
                                              settings.hca + "' (found: " + seen + ")");
   }
-  // A host's ranks spread over its rails: local rank r takes port r mod the ports (rail r for as many ranks as
-  // rails, MegaScale's and every GPU cluster's layout). Without a local rank, the first.
-  const size_t pick = settings.local_rank >= 0 ? static_cast<size_t>(settings.local_rank) % candidates.size() : 0;
+  // The port nearest the rank's GPU (else its CPUs); a host's ranks spread over ports equally near, so with no
+  // locality to go by local rank r takes port r mod the ports (rail r for as many ranks as rails, MegaScale's
+  // and every GPU cluster's layout). Without a local rank, the first of the nearest.
+  std::vector<PortLocality> localities;
+  for (const Candidate& c : candidates) {
+    PortLocality l;
+    l.pci_path = pciPathOf(list[c.device]);
+    l.numa_node = numaNodeOfPciPath(l.pci_path);
+    localities.push_back(l);
+  }
+  const PortChoice choice = choosePort(localities, rankLocality(settings.local_rank));
+  const size_t pick = choice.index;
   const Candidate chosen = candidates[pick];
   const std::string name = api.get_device_name(list[chosen.device]);  // a copy: the list is freed below
   ibv_context* context = api.open_device(list[chosen.device]);
@@ -107,10 +141,8 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     api.close_device(context);
     throw Error(taken.code(), taken.message());
   }
-  if (settings.local_rank >= 0) {
-    MSC_LOG_INFO("ibverbs: local rank %d takes active port %zu of %zu (%s port %d)", settings.local_rank, pick + 1,
-                 candidates.size(), name.c_str(), chosen.port);
-  }
+  MSC_LOG_INFO("ibverbs: local rank %d takes active port %zu of %zu (%s port %d): %s", settings.local_rank, pick + 1,
+               candidates.size(), name.c_str(), chosen.port, choice.basis.c_str());
   pd_ = api.alloc_pd(context_);
   if (pd_ == nullptr) {
     api.close_device(context_);
@@ -180,10 +212,7 @@ std::vector<GidEntry> IbDevice::gidTable(const VerbsApi& api, ibv_device* device
 void IbDevice::describe(const VerbsApi& api, ibv_device* device, ibv_context* context) {
   ibv_device_attr attr{};
   if (api.query_device(context, &attr) == 0) node_guid_ = attr.node_guid;
-  // rdma-core's sysfs directory for the device (/sys/class/infiniband/<name>); its `device` link is the PCI function.
-  char resolved[PATH_MAX];
-  const std::string link = std::string(device->ibdev_path) + "/device";
-  if (realpath(link.c_str(), resolved) != nullptr) pci_path_ = resolved;
+  pci_path_ = pciPathOf(device);
 }
 
 IbDevice::~IbDevice() {
