@@ -15,6 +15,21 @@ std::string describe(const sockaddr_in& from, uint64_t id) {
   return "peer " + std::to_string(id) + " (" + formatAddress(from) + ")";
 }
 
+constexpr uint32_t kRefusalBit = 1u << 31;
+constexpr size_t kMaxRefusalText = 1024;
+
+// A refusal: the error code's byte, then its text (cut short: it is a reason, not a payload).
+std::string refusalBlob(const Status& why) {
+  return std::string(1, static_cast<char>(why.code())) + why.message().substr(0, kMaxRefusalText);
+}
+
+Status refusalStatus(const std::string& blob, const std::string& where) {
+  const int code = blob.empty() ? 0 : static_cast<unsigned char>(blob[0]);
+  const bool known = code > static_cast<int>(ErrorCode::kOk) && code <= static_cast<int>(ErrorCode::kUnavailable);
+  return Status(known ? static_cast<ErrorCode>(code) : ErrorCode::kPeerLost,
+                where + ": the listener refused the connection: " + (blob.empty() ? "" : blob.substr(1)));
+}
+
 }  // namespace
 
 OobLink::OobLink(Fd fd, uint64_t remote_id, std::string peer)
@@ -46,15 +61,17 @@ Status PeerWatch::lost(const std::string& what) const {
   return Status(ErrorCode::kPeerLost, what + " " + link_.peer() + ": the peer closed its connection or died");
 }
 
-void BlobIo::startSend(std::string blob) {
+void BlobIo::startSend(std::string blob, bool refusal) {
   sending_ = true;
+  refused_ = refusal;
   blob_ = std::move(blob);
-  length_ = static_cast<uint32_t>(blob_.size());
+  length_ = static_cast<uint32_t>(blob_.size()) | (refusal ? kRefusalBit : 0);
   header_done_ = body_done_ = 0;
 }
 
 void BlobIo::startReceive() {
   sending_ = false;
+  refused_ = false;
   blob_.clear();
   length_ = 0;
   header_done_ = body_done_ = 0;
@@ -68,6 +85,8 @@ Status BlobIo::poll(int fd, bool* done, const std::string& what) {
     if (!s.isOk()) return Status(s.code(), what + ": " + s.message());
     if (header_done_ < sizeof(length_)) return Status::ok();
     if (!sending_) {
+      refused_ = (length_ & kRefusalBit) != 0;
+      length_ &= ~kRefusalBit;
       if (length_ > kMaxBlobBytes) {
         return Status(ErrorCode::kPeerLost, what + ": a setup message of " + std::to_string(length_) +
                                                 " bytes (at most " + std::to_string(kMaxBlobBytes) + ")");
@@ -75,11 +94,12 @@ Status BlobIo::poll(int fd, bool* done, const std::string& what) {
       blob_.resize(length_);
     }
   }
-  if (body_done_ < length_) {
-    Status s = sending_ ? sendSome(fd, blob_.data(), length_, &body_done_) : recvSome(fd, blob_.data(), length_, &body_done_);
+  const size_t body = length_ & ~kRefusalBit;
+  if (body_done_ < body) {
+    Status s = sending_ ? sendSome(fd, blob_.data(), body, &body_done_) : recvSome(fd, blob_.data(), body, &body_done_);
     if (!s.isOk()) return Status(s.code(), what + ": " + s.message());
   }
-  *done = body_done_ == length_;
+  *done = body_done_ == body;
   return Status::ok();
 }
 
@@ -109,6 +129,7 @@ Status OobDial::poll(bool* done) {
     if (!step_done) break;
     ++stage_;
   }
+  if (stage_ == 3 && io_.refused()) return refusalStatus(io_.blob(), where);
   if (stage_ < 3 && Clock::now() > deadline_) {
     return Status(ErrorCode::kTimeout, where + ": timed out after " + std::to_string(timeout_ms_) + " ms");
   }
@@ -139,7 +160,7 @@ void OobServer::acceptNew() {
     if (fd < 0) return;  // EAGAIN, or a transient error the next call retries
     pending_.push_back(std::make_unique<Pending>(
         Pending{Fd(fd), from, AuthSession(AuthSession::Role::kServer, options_.secret),
-                deadlineAfter(std::chrono::milliseconds(options_.handshake_timeout_ms)), BlobIo{}, 0, 0, {}}));
+                deadlineAfter(std::chrono::milliseconds(options_.handshake_timeout_ms)), BlobIo{}, 0, 0, {}, Status::ok()}));
   }
 }
 
@@ -155,10 +176,16 @@ bool OobServer::step(Pending& p, const Answer& answer, std::vector<OobAccepted>*
       }
     } else {
       s = p.io.poll(p.fd.get(), &done, "setup with " + describe(p.from, p.remote_id));
-      if (done && p.stage == 1) {
+      if (done && p.stage == 1 && p.io.refused()) {
+        s = Status(ErrorCode::kPeerLost, "a client's setup message was flagged as a refusal");
+      } else if (done && p.stage == 1) {
         std::string reply;
-        s = answer(OobRequest{p.remote_id, describe(p.from, p.remote_id), p.io.blob()}, &reply, &p.state);
-        p.io.startSend(std::move(reply));
+        p.refusal = answer(OobRequest{p.remote_id, describe(p.from, p.remote_id), p.io.blob()}, &reply, &p.state);
+        // A client turned away learns why (its side of the error names the listener's reason), then is dropped.
+        if (!p.refusal.isOk()) reply = refusalBlob(p.refusal);
+        p.io.startSend(std::move(reply), !p.refusal.isOk());
+      } else if (done && !p.refusal.isOk()) {
+        s = p.refusal;
       } else if (done) {
         ready->push_back(OobAccepted{OobLink(std::move(p.fd), p.remote_id, describe(p.from, p.remote_id)),
                                      std::move(p.state)});

@@ -2,7 +2,8 @@
 // it: a TCP socket carries the job-secret handshake (common/auth.h) and one framed blob each way, the client's
 // and then the server's answer to it (a UCX worker address, queue pair numbers and GIDs). The socket then stays
 // with the comm as its liveness signal: it closes when the peer's process dies, which shared memory or a NIC
-// may never report. Frames: u32 length | bytes, at most kMaxBlobBytes.
+// may never report. Frames: u32 length | bytes, at most kMaxBlobBytes; a listener that cannot take a client
+// answers with a refusal (the length's top bit set, an error code byte and the reason) instead of hanging up.
 #pragma once
 
 #include <netinet/in.h>
@@ -64,15 +65,20 @@ class PeerWatch {
 /// One framed blob in or out over a non-blocking socket, in as many calls as it takes.
 class BlobIo {
  public:
-  void startSend(std::string blob);
+  /// `refusal`: the blob is the listener's reason for turning the client away (an error code byte and text),
+  /// flagged by the length's top bit.
+  void startSend(std::string blob, bool refusal = false);
   void startReceive();
   /// Moves the transfer; *done once the whole blob is through. `what` names it in errors.
   Status poll(int fd, bool* done, const std::string& what);
   short wantedEvents() const { return sending_ ? POLLOUT : POLLIN; }
   std::string& blob() { return blob_; }
+  /// The blob received is a refusal (startSend's).
+  bool refused() const { return refused_; }
 
  private:
   bool sending_ = false;
+  bool refused_ = false;
   uint32_t length_ = 0;
   size_t header_done_ = 0;
   size_t body_done_ = 0;
@@ -139,6 +145,7 @@ class OobServer {
     int stage = 0;  // 0 authenticating, 1 reading the client's blob, 2 sending the answer
     uint64_t remote_id = 0;
     std::any state;
+    Status refusal;  // the answer's error, on its way to the client before it is dropped
   };
   void acceptNew();
   /// Moves one handshake; true when it is finished (ready or dropped).

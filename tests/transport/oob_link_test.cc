@@ -79,7 +79,8 @@ TEST(OobLink, WrongSecretFailsTheDialAndLeavesTheListenerServing) {
   EXPECT_EQ(accepted[0].link.remoteId(), 2u);
 }
 
-TEST(OobLink, AnAnswerThatFailsDropsThatClient) {
+// The client learns the listener's reason (code and text), not just a closed socket; the listener drops it.
+TEST(OobLink, AnAnswerThatFailsRefusesThatClientWithItsReason) {
   OobServer server(options("s"), "test");
   OobDial dial(options("s"), server.bound(), 3, "x");
   std::vector<OobAccepted> accepted;
@@ -87,8 +88,36 @@ TEST(OobLink, AnAnswerThatFailsDropsThatClient) {
     return Status(ErrorCode::kUnavailable, "no queue pairs left");
   };
   Status s = run(server, dial, &accepted, refuse);
-  EXPECT_EQ(s.code(), ErrorCode::kPeerLost) << s.message();
+  EXPECT_EQ(s.code(), ErrorCode::kUnavailable) << s.message();
+  EXPECT_NE(s.message().find("the listener refused the connection: no queue pairs left"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("connecting to 127.0.0.1:"), std::string::npos) << s.message();
   EXPECT_TRUE(accepted.empty());
+  OobDial next(options("s"), server.bound(), 4, "y");
+  ASSERT_TRUE(run(server, next, &accepted).isOk()) << "the listener serves the next client";
+  EXPECT_EQ(accepted.size(), 1u);
+}
+
+// A refusal's flag from a client (only listeners refuse) is a hostile frame: that client is dropped.
+TEST(OobLink, AClientFrameFlaggedAsRefusalIsDropped) {
+  OobServer server(options("s"), "test");
+  Fd fd = connectTcp(server.bound(), deadlineAfter(2s), "test");
+  AuthSession auth(AuthSession::Role::kClient, "s", tcp_wire::encodeHello({9, 0, 0, 1}));
+  std::vector<OobAccepted> accepted;
+  std::thread serve([&] {
+    for (int i = 0; i < 300; ++i) {
+      server.poll(echo, &accepted);
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  ASSERT_TRUE(AuthSession::runBlocking(auth, fd.get(), deadlineAfter(2s), "client").isOk());
+  const uint32_t flagged = (1u << 31) | 1;
+  ASSERT_EQ(::send(fd.get(), &flagged, sizeof(flagged), MSG_NOSIGNAL), 4);
+  ASSERT_EQ(::send(fd.get(), "x", 1, MSG_NOSIGNAL), 1);
+  serve.join();
+  EXPECT_TRUE(accepted.empty());
+  OobLink link(std::move(fd), 9, "test");
+  EXPECT_TRUE(link.peerGone()) << "the server hung up";
 }
 
 // A client that proves the secret and then claims a 1 GiB blob is dropped, not served (no allocation of it).

@@ -1,8 +1,8 @@
 // The ibverbs transport's GID on the emulated device, whose table lists RoCE v1 first and v2 next, as a ConnectX
 // does. ctest runs this once per setting (one device per process): by default, and with an explicit index, it
 // takes the v2 entry and moves bytes; asked for RoCE v1 (MEGASCALE_IB_ROCE_VERSION=1 or MEGASCALE_IB_GID_INDEX=0)
-// it takes index 0 - honoured - and the routed fabric refuses the connection with an error, as a real cluster's
-// routers would drop it. MEGASCALE_IB_HCA takes the port or leaves it out (EXPECT_NO_DEVICE: the error names
+// it takes index 0 - honoured - and the routed fabric refuses the connection with an error that reaches the
+// connecting side too, as a real cluster's routers would drop it. MEGASCALE_IB_HCA takes the port or leaves it out (EXPECT_NO_DEVICE: the error names
 // why). EXPECT_GID_INDEX, EXPECT_CONNECTS and EXPECT_NO_DEVICE say which case this run is.
 #include <gtest/gtest.h>
 
@@ -51,9 +51,14 @@ TEST(IbGidSelection, TheTransportTakesTheGidTheKnobsAskFor) {
   const Status connected = testing::connectPair(*transport, *listener, &pair);
   if (std::strcmp(expect_connects, "yes") != 0) {
     ASSERT_FALSE(connected.isOk()) << "a RoCE v1 queue pair crossed the routed fabric";
-    // The accepting side moves its queue pairs first and logs why ("refused RTR ... GID index 0"); the
-    // connecting side sees it close.
-    EXPECT_NE(connected.message().find("connecting to 127.0.0.1"), std::string::npos) << connected.message();
+    // The accepting side moves its queue pairs first and answers with why; the connecting side's error carries
+    // the listener's reason, not just a closed socket.
+    const std::string& why = connected.message();
+    EXPECT_NE(why.find("connecting to 127.0.0.1"), std::string::npos) << why;
+    EXPECT_NE(why.find("the listener refused the connection"), std::string::npos) << why;
+    EXPECT_NE(why.find("refused RTR"), std::string::npos) << why;
+    EXPECT_NE(why.find("GID index 0"), std::string::npos) << why;
+    EXPECT_EQ(connected.code(), ErrorCode::kSystem) << why;
     return;
   }
   ASSERT_TRUE(connected.isOk()) << connected.message();
