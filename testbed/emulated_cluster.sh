@@ -143,7 +143,8 @@ rate_packet() {
 
 # link_shape I RAIL RATE: host I's egress on RAIL at RATE with two priority queues, as a switch port has:
 # traffic with IP precedence 4-7 (DSCP >= 32, the TOS byte's top bit) goes first, the rest shares what it
-# leaves. Each queue holds 100 ms of the rate.
+# leaves. Each queue holds 100 ms of the rate, or EMU_QUEUE_BYTES (a RoCE fabric runs lossless: PFC pauses the
+# sender before a queue overflows; a queue deep enough for every window in flight stands in for it).
 link_shape() {
   local i=$1 dev="rail$2" rate=$3 bits burst class
   bits=$(rate_bits "$rate") || return
@@ -158,7 +159,7 @@ link_shape() {
     # A queue's own guarantee is 1% of the link; it borrows the rest in priority order (1:10 first).
     on_host "$i" tc class add dev "$dev" parent 1:1 classid "1:$class" htb rate "$((bits / 100))bit" \
       ceil "${bits}bit" burst "$burst" cburst "$burst" prio "$((class / 10 - 1))" quantum 65536
-    on_host "$i" tc qdisc add dev "$dev" parent "1:$class" bfifo limit "$((bits / 8 / 10 > 131072 ? bits / 80 : 131072))"
+    on_host "$i" tc qdisc add dev "$dev" parent "1:$class" bfifo limit "${EMU_QUEUE_BYTES:-$((bits / 8 / 10 > 131072 ? bits / 80 : 131072))}"
   done
   on_host "$i" tc filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip tos 0x80 0x80 flowid 1:10
 }
