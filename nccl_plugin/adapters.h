@@ -20,7 +20,7 @@ Result fillProperties(int dev, Props* props) {
   props->ptr_support = d.ptr_support;
   props->reg_is_global = 0;
   props->speed = d.speed_mbps;
-  props->port = 0;
+  props->port = d.port;
   props->latency = 0;
   props->max_comms = 65536;
   props->max_recvs = d.max_recvs;

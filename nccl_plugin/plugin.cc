@@ -1,5 +1,6 @@
 #include "nccl_plugin/plugin.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstring>
 #include <memory>
@@ -67,19 +68,23 @@ class RequestPool {
   Request requests_[transport::kMaxRequests];
 };
 
+// Every comm knows its device: registrations belong to the device's NIC (ibverbs: its protection domain).
 struct ListenComm {
   Kind kind = Kind::kListen;
+  int dev = 0;
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<transport::Listener> listener;
 };
 struct SendComm {
   Kind kind = Kind::kSend;
+  int dev = 0;
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<transport::SendComm> comm;
   RequestPool requests;
 };
 struct RecvComm {
   Kind kind = Kind::kRecv;
+  int dev = 0;
   std::unique_ptr<transport::RecvComm> comm;
   RequestPool requests;
 };
@@ -96,11 +101,26 @@ struct State {
   transport::TransportOptions options;  // the transport knobs, read and checked at init
   std::vector<topology::NetInterface> interfaces;
   std::vector<std::string> names, pci_paths;  // storage for the char* in properties
+  std::vector<int> ports;                       // each device's port on its NIC (0: none)
   int ptr_support = nccl_abi::kPtrHost;
-  // Registers memory for every comm (made at init): registrations belong to the device, not to a comm
-  // (ibverbs: one protection domain per process), and NCCL may close a listener before its comms register.
-  std::unique_ptr<transport::Transport> registrar;
+  // The transport drives NICs of its own, one per device (ibverbs: an active port each, by ib.port_index);
+  // else every device is an interface the host's routes reach.
+  bool device_per_nic = false;
+  // Register memory for the comms (made at init): registrations belong to the device, not to a comm (ibverbs:
+  // one protection domain per port), and NCCL may close a listener before its comms register. One per device
+  // where the transport drives NICs, else one for all.
+  std::vector<std::unique_ptr<transport::Transport>> registrars;
 };
+
+// A registration handed to NCCL: the transport's region and the device whose registrar made it.
+struct Registration {
+  transport::MemoryRegion region;
+  int dev = 0;
+};
+
+const transport::MemoryRegion* regionOf(void* mhandle) {
+  return mhandle != nullptr ? &static_cast<Registration*>(mhandle)->region : nullptr;
+}
 
 State& state() {
   static State s;
@@ -145,6 +165,7 @@ transport::TransportOptions optionsFor(const Context* context, int dev, const st
   o.secret = secret;
   o.bind_address = state().interfaces[static_cast<size_t>(dev)].ipv4;
   o.traffic_class = context != nullptr ? context->traffic_class : nccl_abi::kTrafficClassUndefined;
+  if (state().device_per_nic) o.ib.port_index = dev;
   return o;
 }
 
@@ -193,7 +214,7 @@ Result wrapRequest(const char* operation, Request* wrapper, SendComm* send, Recv
 // NCCL's memory handles as the transport's regions (null handles stay null).
 void regionsOf(int n, void** mhandles, const transport::MemoryRegion** regions) {
   for (int i = 0; i < n; ++i) {
-    regions[i] = mhandles != nullptr ? static_cast<const transport::MemoryRegion*>(mhandles[i]) : nullptr;
+    regions[i] = mhandles != nullptr ? regionOf(mhandles[i]) : nullptr;
   }
 }
 
@@ -211,11 +232,24 @@ Result init(nccl_abi::Logger logger) {
     std::lock_guard lock(s.mutex);
     if (logger != nullptr) s.logger = logger;
     if (s.initialized) return nccl_abi::kSuccess;
+    s.registrars.clear();  // a failed init before this one may have left some
+    s.names.clear();
+    s.pci_paths.clear();
+    s.ports.clear();
     s.transport_name = transport::networkTransport(config::getString("MEGASCALE_TRANSPORT"));
     s.options = transport::transportOptionsFromConfig();  // bad knobs fail init, not the first connection
-    // The transport once, now: a missing device (ibverbs without an active RDMA port) fails init, saying so.
-    s.registrar = transport::createTransport(s.transport_name, s.options);
-    const transport::Properties& props = s.registrar->properties();
+    // The transport once per device, now: a missing device (ibverbs without an active RDMA port) fails init,
+    // saying so.
+    const transport::TransportInfo* row = transport::findTransport(s.transport_name);
+    s.device_per_nic = row != nullptr && row->nic_count != nullptr;
+    const int nics = s.device_per_nic ? row->nic_count(s.options) : 1;
+    // No NIC found: one transport all the same, whose error says what is missing.
+    for (int dev = 0; dev < std::max(nics, 1); ++dev) {
+      transport::TransportOptions o = s.options;
+      if (s.device_per_nic && nics > 0) o.ib.port_index = dev;
+      s.registrars.push_back(transport::createTransport(s.transport_name, o));
+    }
+    const transport::Properties& props = s.registrars.front()->properties();
     s.ptr_support = nccl_abi::kPtrHost;
     if (props.pointer_kinds & transport::kDevicePointer) {
       s.ptr_support |= nccl_abi::kPtrCuda | (props.dma_buf ? nccl_abi::kPtrDmaBuf : 0);
@@ -224,18 +258,25 @@ Result init(nccl_abi::Logger logger) {
     s.options.device_memory_receives = transport::mayReceiveIntoDeviceMemory(props);
     const std::string spec = topology::configuredInterfaceSpec();
     s.interfaces = topology::discoverInterfaces(spec);
-    if (!props.nic.name.empty()) s.interfaces = {nicAsInterface(props, s.interfaces)};
+    if (s.device_per_nic) {
+      const std::vector<topology::NetInterface> routes = s.interfaces;
+      s.interfaces.clear();
+      for (const auto& registrar : s.registrars) s.interfaces.push_back(nicAsInterface(registrar->properties(), routes));
+    }
     if (s.interfaces.empty()) {
       log(kLogWarn, "no usable network interface (up, with IPv4%s%s)", spec.empty() ? "" : ", matching ", spec.c_str());
       return nccl_abi::kSystemError;
     }
     log(kLogInfo, "transport %s over %zu device(s)%s", s.transport_name.c_str(), s.interfaces.size(),
         s.ptr_support & nccl_abi::kPtrCuda ? ", GPU memory by dma-buf" : "");
-    for (const auto& nic : s.interfaces) {
+    for (size_t dev = 0; dev < s.interfaces.size(); ++dev) {
+      const topology::NetInterface& nic = s.interfaces[dev];
       s.names.push_back(nic.name);
       s.pci_paths.push_back(nic.pci_path);
-      log(kLogInfo, "device %zu: %s %s, %d Mb/s, NUMA node %d%s%s (%s)", s.names.size() - 1, nic.name.c_str(),
-          nic.ipv4.c_str(), nic.speed_mbps, nic.numa_node, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str(),
+      s.ports.push_back(s.device_per_nic ? s.registrars[dev]->properties().nic.port : 0);
+      log(kLogInfo, "device %zu: %s%s %s, %d Mb/s, NUMA node %d%s%s (%s)", dev, nic.name.c_str(),
+          s.ports.back() > 0 ? (":" + std::to_string(s.ports.back())).c_str() : "", nic.ipv4.c_str(), nic.speed_mbps,
+          nic.numa_node, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str(),
           nic.locality_source.empty() ? "virtual" : nic.locality_source.c_str());
     }
     s.initialized = true;
@@ -262,6 +303,7 @@ Result properties(int dev, DeviceProperties* out) {
     out->name = s.names[i].data();
     out->pci_path = s.pci_paths[i].empty() ? nullptr : s.pci_paths[i].data();
     out->guid = s.interfaces[i].guid != 0 ? s.interfaces[i].guid : static_cast<uint64_t>(dev);
+    out->port = s.ports[i];
     out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
     out->max_recvs = transport::kMaxRecvs;
     out->ptr_support = s.ptr_support;
@@ -279,6 +321,7 @@ Result listen(const Context* context, int dev, void* handle, void** listen_comm)
     randomBytes(random, sizeof(random));
     const std::string secret = toHex(random, sizeof(random));
     auto comm = std::make_unique<ListenComm>();
+    comm->dev = dev;
     comm->transport = transport::createTransport(state().transport_name, optionsFor(context, dev, secret));
     comm->listener = comm->transport->listen();
     const transport::Address& address = comm->listener->address();
@@ -323,6 +366,7 @@ Result connect(const Context* context, int dev, void* handle, void** send_comm) 
       std::memcpy(handle, &h, sizeof(h));
       if (!s.isOk()) return fail("connect", s);
       auto out = std::make_unique<SendComm>();
+      out->dev = dev;
       out->transport = std::move(pending->transport);
       out->comm = std::move(comm);
       *send_comm = out.release();
@@ -341,6 +385,7 @@ Result accept(void* listen_comm, void** recv_comm) {
     if (!s.isOk()) return fail("accept", s);
     if (comm != nullptr) {
       auto out = std::make_unique<RecvComm>();
+      out->dev = l->dev;
       out->comm = std::move(comm);
       *recv_comm = out.release();
     }
@@ -348,19 +393,35 @@ Result accept(void* listen_comm, void** recv_comm) {
   });
 }
 
-// Registers through the process's registrar (registrations belong to the device, not to a comm).
+// The device a comm NCCL registers through belongs to (-1: not one of our comms).
+int deviceOf(void* comm) {
+  if (auto* c = as<SendComm>(comm, Kind::kSend)) return c->dev;
+  if (auto* c = as<RecvComm>(comm, Kind::kRecv)) return c->dev;
+  if (auto* c = as<ListenComm>(comm, Kind::kListen)) return c->dev;
+  return -1;
+}
+
+// The registrar of device `dev` (lock held): its own where the transport drives NICs, else the one for all.
+transport::Transport* registrarOf(State& st, int dev) {
+  const auto i = static_cast<size_t>(st.device_per_nic ? dev : 0);
+  return dev >= 0 && i < st.registrars.size() ? st.registrars[i].get() : nullptr;
+}
+
+// Registers through the registrar of the comm's device (registrations belong to the device, not to a comm).
 template <typename Register>
 Result registerWith(const char* operation, void* comm, void** mhandle, Register&& make) {
   if (comm == nullptr || mhandle == nullptr) return misuse("%s: null comm or handle", operation);
-  auto region = std::make_unique<transport::MemoryRegion>();
+  auto registration = std::make_unique<Registration>();
+  registration->dev = deviceOf(comm);
   {
     State& st = state();
     std::lock_guard lock(st.mutex);
-    if (!st.registrar) return misuse("%s: called before init", operation);
-    Status s = make(*st.registrar, region.get());
+    transport::Transport* registrar = registrarOf(st, registration->dev);
+    if (registrar == nullptr) return misuse("%s: not a comm of this plugin, or called before init", operation);
+    Status s = make(*registrar, &registration->region);
     if (!s.isOk()) return fail(operation, s);
   }
-  *mhandle = region.release();
+  *mhandle = registration.release();
   return nccl_abi::kSuccess;
 }
 
@@ -388,13 +449,15 @@ Result registerDmaBuf(void* comm, void* data, size_t size, int type, uint64_t of
 
 Result deregisterMemory(void*, void* mhandle) {
   return guarded("deregMr", [&]() -> Result {
-    auto* region = static_cast<transport::MemoryRegion*>(mhandle);
-    if (region != nullptr && region->handle != nullptr) {
+    auto* registration = static_cast<Registration*>(mhandle);
+    if (registration != nullptr && registration->region.handle != nullptr) {
       State& st = state();
       std::lock_guard lock(st.mutex);
-      if (st.registrar) st.registrar->deregisterMemory(region);
+      if (transport::Transport* registrar = registrarOf(st, registration->dev)) {
+        registrar->deregisterMemory(&registration->region);
+      }
     }
-    delete region;
+    delete registration;
     return nccl_abi::kSuccess;
   });
 }
@@ -407,7 +470,7 @@ Result isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, v
     Request* wrapper = c->requests.take();
     if (wrapper == nullptr) return nccl_abi::kSuccess;  // all in flight: NCCL calls again
     return wrapRequest("isend", wrapper, c, nullptr, 1, request, [&](transport::Request** r) {
-      return c->comm->isend(data, size, static_cast<uint32_t>(tag), static_cast<transport::MemoryRegion*>(mhandle), r);
+      return c->comm->isend(data, size, static_cast<uint32_t>(tag), regionOf(mhandle), r);
     });
   });
 }

@@ -16,7 +16,8 @@ using nccl_abi::Result;
 struct DeviceProperties {
   char* name;
   char* pci_path;
-  uint64_t guid;
+  uint64_t guid;  // the NIC's: a dual-port NIC's ports share it (NCCL groups ports of one NIC by it)
+  int port;       // the port on that NIC (0: an interface, no port)
   int speed_mbps;
   int ptr_support;  // nccl_abi::kPtrHost, plus kPtrCuda | kPtrDmaBuf where device memory can be registered
   int max_recvs;

@@ -33,7 +33,7 @@ void common(PluginApi& api, const Net* net) {
   api.properties = [net](int dev, NetProperties* out) {
     Props p{};
     Result r = net->getProperties(dev, &p);
-    *out = NetProperties{p.name, p.pci_path, p.guid, p.ptr_support, p.speed, p.max_recvs};
+    *out = NetProperties{p.name, p.pci_path, p.guid, p.ptr_support, p.speed, p.max_recvs, p.port};
     return r;
   };
   api.accept = [net](void* l, void** r) { return net->accept(l, r, nullptr); };

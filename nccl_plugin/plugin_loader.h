@@ -23,6 +23,7 @@ struct NetProperties {
   int ptr_support = 0;
   int speed_mbps = 0;
   int max_recvs = 0;
+  int port = 0;
 };
 
 struct LoaderOptions {

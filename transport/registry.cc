@@ -50,7 +50,7 @@ const std::vector<TransportInfo>& transportRegistry() {
   static const std::vector<TransportInfo> rows = {
       {"shm", true, true, nullptr, make<ShmTransport>, always},
 #ifdef MEGASCALE_WITH_IBVERBS
-      {"ibverbs", false, false, nullptr, make<IbTransport>, IbTransport::deviceAvailable},
+      {"ibverbs", false, false, nullptr, make<IbTransport>, IbTransport::deviceAvailable, IbTransport::nicCount},
 #else
       {"ibverbs", false, false, "it needs libibverbs-dev at build time", nullptr},
 #endif

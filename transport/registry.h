@@ -25,6 +25,10 @@ struct TransportInfo {
   /// when named (ucx: its context costs a communicator more than tcp's sockets, for a network path tcp or
   /// ibverbs already give).
   bool (*chosen_by_auto)() = nullptr;
+  /// How many NICs it drives on this host, each one by TransportOptions (ibverbs: the active ports, by
+  /// ib.port_index); null: it goes where the host's routes send it (socket transports: the NCCL plugin's devices
+  /// are the interfaces).
+  int (*nic_count)(const TransportOptions& options) = nullptr;
 };
 
 /// Best first: same-host transports before network ones, faster before slower.

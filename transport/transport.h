@@ -40,7 +40,8 @@ struct NicInfo {
   std::string name;      // e.g. mlx5_0
   std::string pci_path;  // the device's sysfs PCI path; empty when it has none (the emulated device)
   std::string ipv4;      // the address its traffic uses (RoCEv2: the IPv4 in its GID); empty if none
-  uint64_t guid = 0;
+  uint64_t guid = 0;     // the NIC's (node GUID): a dual-port NIC's two ports share it, as NCCL expects
+  int port = 0;          // the port number on the NIC; 0 when it has none
 };
 
 /// What a transport can do; callers ask for capabilities, never for identities.

@@ -3,9 +3,11 @@
 #include <arpa/inet.h>
 #include <limits.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "common/log.h"
 #include "common/process_shared.h"
@@ -63,34 +65,42 @@ RankLocality rankLocality(int local_rank) {
   return rank;
 }
 
-}  // namespace
-
-std::shared_ptr<IbDevice> IbDevice::shared(const IbSettings& settings) {
-  static ProcessShared<IbDevice> device;
-  return device.get([&] { return std::shared_ptr<IbDevice>(new IbDevice(loadVerbs(), settings)); });
-}
-
-IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api) {
-  int count = 0;
-  ibv_device** list = api.get_device_list(&count);
-  if (list == nullptr || count == 0) {
-    if (list != nullptr) api.free_device_list(list);
-    throw Error(ErrorCode::kUnavailable, "ibverbs: no RDMA device on this host (libibverbs lists none)");
+// The host's device list, freed on every way out.
+class DeviceList {
+ public:
+  explicit DeviceList(const VerbsApi& api) : api_(api), list_(api.get_device_list(&count_)) {}
+  ~DeviceList() {
+    if (list_ != nullptr) api_.free_device_list(list_);
   }
+  DeviceList(const DeviceList&) = delete;
+  DeviceList& operator=(const DeviceList&) = delete;
+  int count() const { return list_ == nullptr ? 0 : count_; }
+  ibv_device* operator[](int i) const { return list_[i]; }
+
+ private:
+  const VerbsApi& api_;
+  int count_ = 0;
+  ibv_device** list_;
+};
+
+// An active port MEGASCALE_IB_HCA takes.
+struct Candidate {
+  int device;
+  int port;
+};
+
+// Every active port the list takes, in device and port order: the host's rails. `seen` gets every device and
+// port with why it was passed over.
+std::vector<Candidate> activePorts(const VerbsApi& api, const DeviceList& list, const IbSettings& settings,
+                                   std::string* seen) {
   const HcaList wanted = HcaList::parse(settings.hca);
-  // Every active port the list takes, in device and port order: the host's rails.
-  struct Candidate {
-    int device;
-    int port;
-  };
   std::vector<Candidate> candidates;
-  std::string seen;
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < list.count(); ++i) {
     const char* name = api.get_device_name(list[i]);
-    seen += (seen.empty() ? "" : ", ") + std::string(name);
+    *seen += (seen->empty() ? "" : ", ") + std::string(name);
     ibv_context* context = api.open_device(list[i]);
     if (context == nullptr) {
-      seen += " (cannot open)";
+      *seen += " (cannot open)";
       continue;
     }
     ibv_device_attr device_attr{};
@@ -99,23 +109,55 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
       const std::string where = " (port " + std::to_string(p);
       ibv_port_attr port{};
       if (!wanted.selects(name, p)) {
-        seen += where + " not in MEGASCALE_IB_HCA)";
+        *seen += where + " not in MEGASCALE_IB_HCA)";
       } else if (api.query_port(context, static_cast<uint8_t>(p), &port) != 0 || port.state != IBV_PORT_ACTIVE) {
-        seen += where + " not active)";
+        *seen += where + " not active)";
       } else {
         candidates.push_back(Candidate{i, p});
       }
     }
     api.close_device(context);
   }
+  return candidates;
+}
+
+}  // namespace
+
+std::shared_ptr<IbDevice> IbDevice::shared(const IbSettings& settings) {
+  // One device per port asked for by index, and one for "the nearest" (which may be the same port: a second
+  // context on it, as two processes would have).
+  static std::mutex lock;
+  static std::map<int, ProcessShared<IbDevice>> devices;
+  ProcessShared<IbDevice>* slot;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    slot = &devices[std::max(settings.port_index, -1)];
+  }
+  return slot->get([&] { return std::shared_ptr<IbDevice>(new IbDevice(loadVerbs(), settings)); });
+}
+
+int IbDevice::activePortCount(const IbSettings& settings) {
+  const VerbsApi& api = loadVerbs();
+  DeviceList list(api);
+  std::string seen;
+  return static_cast<int>(activePorts(api, list, settings, &seen).size());
+}
+
+IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api) {
+  DeviceList list(api);
+  if (list.count() == 0) {
+    throw Error(ErrorCode::kUnavailable, "ibverbs: no RDMA device on this host (libibverbs lists none)");
+  }
+  std::string seen;
+  const std::vector<Candidate> candidates = activePorts(api, list, settings, &seen);
   if (candidates.empty()) {
-    api.free_device_list(list);
     throw Error(ErrorCode::kUnavailable, "ibverbs: no device with an active port matches MEGASCALE_IB_HCA='" +
                                              settings.hca + "' (found: " + seen + ")");
   }
   // The port nearest the rank's GPU (else its CPUs); a host's ranks spread over ports equally near, so with no
   // locality to go by local rank r takes port r mod the ports (rail r for as many ranks as rails, MegaScale's
-  // and every GPU cluster's layout). Without a local rank, the first of the nearest.
+  // and every GPU cluster's layout). Without a local rank, the first of the nearest. The NCCL plugin names
+  // the port itself (port_index: its device number).
   std::vector<PortLocality> localities;
   for (const Candidate& c : candidates) {
     PortLocality l;
@@ -123,20 +165,29 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     l.numa_node = numaNodeOfPciPath(l.pci_path);
     localities.push_back(l);
   }
-  const PortChoice choice = choosePort(localities, rankLocality(settings.local_rank));
+  if (settings.port_index >= static_cast<int>(candidates.size())) {
+    throw Error(ErrorCode::kInvalidArgument, "ibverbs: port index " + std::to_string(settings.port_index) +
+                                                 " asked for, but only " + std::to_string(candidates.size()) +
+                                                 " active ports match MEGASCALE_IB_HCA (found: " + seen + ")");
+  }
+  PortChoice choice;
+  if (settings.port_index >= 0) {
+    choice.index = static_cast<size_t>(settings.port_index);
+    choice.basis = "asked for by index";
+  } else {
+    choice = choosePort(localities, rankLocality(settings.local_rank));
+  }
   const size_t pick = choice.index;
   const Candidate chosen = candidates[pick];
-  const std::string name = api.get_device_name(list[chosen.device]);  // a copy: the list is freed below
+  const std::string name = api.get_device_name(list[chosen.device]);  // a copy: the list is freed first
   ibv_context* context = api.open_device(list[chosen.device]);
   ibv_port_attr port{};
   if (context == nullptr || api.query_port(context, static_cast<uint8_t>(chosen.port), &port) != 0) {
     if (context != nullptr) api.close_device(context);
-    api.free_device_list(list);
     throw Error(ErrorCode::kUnavailable, "ibverbs: " + name + " port " + std::to_string(chosen.port) +
                                              " went away while it was being opened");
   }
   const Status taken = takePort(api, list[chosen.device], context, name, chosen.port, port, settings);
-  api.free_device_list(list);
   if (!taken.isOk()) {
     api.close_device(context);
     throw Error(taken.code(), taken.message());

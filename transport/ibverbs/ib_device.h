@@ -24,13 +24,18 @@ struct IbSettings {
   int roce_version = 2;  // MEGASCALE_IB_ROCE_VERSION
   bool ipv6 = false;     // MEGASCALE_IB_ADDR_FAMILY=AF_INET6
   int local_rank = -1;   // MEGASCALE_LOCAL_RANK: which of the host's active ports (rails) this process takes
+  int port_index = -1;   // this one of the active ports (activePortCount's order); -1: the nearest (nic_locality.h)
 };
 
 class IbDevice {
  public:
-  /// The process's device for these settings (opened at the first call). Throws Error(kUnavailable) when
-  /// libibverbs is missing or no device has an active port, naming what was found.
+  /// The process's device for these settings (opened at the first call; one per port_index). Throws
+  /// Error(kUnavailable) when libibverbs is missing or no device has an active port, naming what was found, and
+  /// Error(kInvalidArgument) for a port_index beyond the active ports.
   static std::shared_ptr<IbDevice> shared(const IbSettings& settings);
+  /// How many active ports MEGASCALE_IB_HCA takes on this host, every device's in device and port order (the
+  /// order of port_index): the NICs the NCCL plugin reports. Throws Error(kUnavailable) without libibverbs.
+  static int activePortCount(const IbSettings& settings);
   ~IbDevice();
   IbDevice(const IbDevice&) = delete;
   IbDevice& operator=(const IbDevice&) = delete;

@@ -14,6 +14,7 @@ struct IbOptions {
   int roce_version = 2;
   bool ipv6 = false;  // the GID's address family: AF_INET6 rather than AF_INET
   int local_rank = -1;  // the process's rank on its host (MEGASCALE_LOCAL_RANK): its rail
+  int port_index = -1;  // not a knob: the NCCL plugin's device, one of the host's active ports; -1: the nearest
   int qps_per_connection = 2;
   int traffic_class = 0;  // -1: the communicator's (TransportOptions::traffic_class), else 0
   int service_level = 0;

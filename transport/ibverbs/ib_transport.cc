@@ -113,6 +113,7 @@ IbSettings deviceSettings(const TransportOptions& options) {
   settings.roce_version = options.ib.roce_version;
   settings.ipv6 = options.ib.ipv6;
   settings.local_rank = options.ib.local_rank;
+  settings.port_index = options.ib.port_index;
   return settings;
 }
 
@@ -138,7 +139,7 @@ IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
   if (CudaDriver::builtWithCuda() && properties_.dma_buf && cuda.available() && cuda.dmaBufSupported()) {
     properties_.pointer_kinds |= kDevicePointer;
   }
-  properties_.nic = NicInfo{device_->name(), device_->pciPath(), device_->ipv4(), device_->nodeGuid()};
+  properties_.nic = NicInfo{device_->name(), device_->pciPath(), device_->ipv4(), device_->nodeGuid(), device_->port()};
   properties_.lanes = std::to_string(qp_settings_.qps) + " queue pair(s) per connection" +
                       (options.device_memory_receives ? ", no eager sends" : "");
 }
@@ -149,6 +150,10 @@ bool IbTransport::deviceAvailable() {
   } catch (const Error&) {
     return false;  // no libibverbs, no device, or a knob that matches none: auto leaves ibverbs out
   }
+}
+
+int IbTransport::nicCount(const TransportOptions& options) {
+  return IbDevice::activePortCount(deviceSettings(options));
 }
 
 std::unique_ptr<Listener> IbTransport::listen() {

@@ -18,6 +18,8 @@ class IbTransport : public Transport {
   /// Whether an RDMA device with an active port matches MEGASCALE_IB_HCA here: MEGASCALE_TRANSPORT=auto takes
   /// ibverbs then, as NCCL takes its IB transport whenever it finds a device.
   static bool deviceAvailable();
+  /// The active ports MEGASCALE_IB_HCA takes on this host: TransportOptions::ib.port_index runs over them.
+  static int nicCount(const TransportOptions& options);
   const Properties& properties() const override { return properties_; }
   std::unique_ptr<Listener> listen() override;
   std::unique_ptr<Connector> connect(const Address& address, uint64_t local_id) override;
