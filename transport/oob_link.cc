@@ -48,13 +48,17 @@ constexpr std::chrono::milliseconds kLivenessCheckPeriod{20};
 }  // namespace
 
 bool PeerWatch::alive() {
-  if (gone_) return false;
+  if (gone_) return Clock::now() - gone_at_ < grace_;
   if (++calls_ % kCallsPerClockRead != 0) return true;
   Clock::time_point now = Clock::now();
   if (now < next_check_) return true;
   next_check_ = now + kLivenessCheckPeriod;
   gone_ = link_.peerGone();
-  return !gone_;
+  if (gone_) {
+    gone_at_ = now;
+    return grace_ > Clock::duration::zero();
+  }
+  return true;
 }
 
 Status PeerWatch::lost(const std::string& what) const {

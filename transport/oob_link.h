@@ -43,12 +43,20 @@ class OobLink {
   std::string peer_;
 };
 
+/// A sending comm's PeerWatch grace: a round trip's worth many times over, and short next to any timeout a
+/// user sets.
+constexpr std::chrono::milliseconds kSendAckGrace{500};
+
 /// Whether the peer's setup socket is still open. A waiting test() asks often, so the answer is the kernel's
 /// only every kCallsPerClockRead calls and kLivenessCheckPeriod: a syscall, or even a clock read, on every call
 /// would cost more than a shared-memory message.
 class PeerWatch {
  public:
-  explicit PeerWatch(OobLink link) : link_(std::move(link)) {}
+  /// `grace`: how long the peer still counts as alive after its link closed. A sender gives one: a peer that
+  /// took every byte and finished closes too, while the acknowledgement of the last bytes may still be on its
+  /// way (a NIC's, or UCX's), so the send must not fail until it has had time to arrive.
+  explicit PeerWatch(OobLink link, Clock::duration grace = Clock::duration::zero())
+      : link_(std::move(link)), grace_(grace) {}
   bool alive();
   /// kPeerLost naming the peer and the operation that found it gone.
   Status lost(const std::string& what) const;
@@ -57,8 +65,10 @@ class PeerWatch {
  private:
   static constexpr unsigned kCallsPerClockRead = 256;
   OobLink link_;
+  Clock::duration grace_;
   unsigned calls_ = 0;
   bool gone_ = false;
+  Clock::time_point gone_at_{};
   Clock::time_point next_check_{};
 };
 

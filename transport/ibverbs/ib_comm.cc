@@ -10,9 +10,6 @@ namespace megascale::transport {
 namespace {
 
 constexpr uint64_t kCtsReceive = uint64_t{1} << 40;  // wr_id of a CTS receive (| its ring index)
-// How long a send waits for its acknowledgement after the peer's link closed (IbSendComm::gone_at_): a round
-// trip's worth many times over, and short next to any timeout a user sets.
-constexpr auto kGoneGrace = std::chrono::milliseconds(500);
 constexpr uint64_t kCtsSend = uint64_t{2} << 40;     // wr_id of a CTS send (| its slot)
 constexpr uint64_t kZeroReceive = uint64_t{4} << 40;  // wr_id of a receive without a buffer (queue pairs 1..)
 // CTSs are signaled in batches: a completion per CTS would wake a sleeping receiver when nothing can move.
@@ -77,7 +74,7 @@ Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& 
 // Send side.
 
 IbSendComm::IbSendComm(std::shared_ptr<IbQpSet> qps, OobLink link, size_t eager_bytes)
-    : qps_(std::move(qps)), watch_(std::move(link)), eager_bytes_(eager_bytes) {
+    : qps_(std::move(qps)), watch_(std::move(link), kSendAckGrace), eager_bytes_(eager_bytes) {
   for (int i = 0; i < kMaxRequests; ++i) slots_[static_cast<size_t>(i)].index = i;
   cts_ring_.registerOn(qps_->device());
   size_staging_.registerOn(qps_->device());
@@ -163,12 +160,7 @@ Status IbSendComm::test(Request* request, bool* done, size_t* size) {
     slot->in_use = false;
     return Status::ok();
   }
-  if (!watch_.alive()) {
-    const Clock::time_point now = Clock::now();
-    if (!gone_at_) gone_at_ = now;
-    if (now - *gone_at_ < kGoneGrace) return Status::ok();  // progress() above takes a late acknowledgement
-    return failed(watch_.lost("ibverbs: send to"));
-  }
+  if (!watch_.alive()) return failed(watch_.lost("ibverbs: send to"));  // after its grace for a late acknowledgement
   return Status::ok();
 }
 

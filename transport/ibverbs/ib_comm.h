@@ -7,7 +7,6 @@
 #include <array>
 #include <deque>
 #include <memory>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -61,10 +60,7 @@ class IbSendComm : public SendComm {
   Status failed(Status s);
 
   std::shared_ptr<IbQpSet> qps_;
-  PeerWatch watch_;
-  // When the peer's link closed: a peer that took every byte and finished closes too, while the NIC's last
-  // acknowledgement may still be on its way to us; sends fail only if it does not come within kGoneGrace.
-  std::optional<Clock::time_point> gone_at_;
+  PeerWatch watch_;  // with kSendAckGrace: the NIC's last acknowledgement may trail the peer's close
   std::array<Slot, kMaxRequests> slots_;
   std::deque<Pending> pending_;  // every message not yet assigned a buffer, in isend order
   std::deque<Group> groups_;     // CTS received, oldest first

@@ -24,7 +24,7 @@ inline ucp_tag_t ucxTag(uint32_t connection_id, uint32_t tag) {
 class UcxSendComm : public SendComm {
  public:
   UcxSendComm(std::unique_ptr<UcxEndpoint> endpoint, uint32_t connection_id, OobLink link)
-      : endpoint_(std::move(endpoint)), connection_id_(connection_id), watch_(std::move(link)) {}
+      : endpoint_(std::move(endpoint)), connection_id_(connection_id), watch_(std::move(link), kSendAckGrace) {}
   ~UcxSendComm() override;
   Status isend(const void* data, size_t size, uint32_t tag, const MemoryRegion* mr, Request** request) override;
   Status test(Request* request, bool* done, size_t* size) override;
