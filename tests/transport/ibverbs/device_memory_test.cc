@@ -7,6 +7,7 @@
 
 #include "testbed/roce/fake_gpu_memory.h"
 #include "transport/cuda_memory.h"
+#include "transport/ibverbs/ib_transport_or_skip.h"
 #include "transport/ibverbs/ib_transport.h"
 #include "transport/ibverbs/transfer_registration.h"
 #include "transport/net_transport.h"
@@ -26,14 +27,11 @@ std::vector<uint8_t> pattern(size_t size, uint8_t seed) {
 class IbDeviceMemory : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      options_ = transportOptionsFromConfig();
-      options_.secret = "secret";
-      transport_ = std::make_unique<IbTransport>(options_);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kUnavailable) GTEST_SKIP() << e.what() << " (ctest runs this on the emulated device)";
-      throw;
-    }
+    options_ = transportOptionsFromConfig();
+    options_.secret = "secret";
+    std::string why;
+    transport_ = testing::ibTransportOrWhy(options_, &why);
+    if (!transport_) GTEST_SKIP() << why;
   }
 
   // A pair whose receiving side may receive into device memory (no eager messages), or not.

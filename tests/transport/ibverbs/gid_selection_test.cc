@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transport/ibverbs/ib_device.h"
+#include "transport/ibverbs/ib_transport_or_skip.h"
 #include "transport/ibverbs/ib_transport.h"
 #include "transport/net_transport.h"
 #include "transport/transport_pair.h"
@@ -37,13 +38,9 @@ TEST(IbGidSelection, TheTransportTakesTheGidTheKnobsAskFor) {
   TransportOptions options = transportOptionsFromConfig();
   options.secret = "secret";
   options.handshake_timeout_ms = 10000;
-  std::unique_ptr<IbTransport> transport;
-  try {
-    transport = std::make_unique<IbTransport>(options);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kUnavailable) GTEST_SKIP() << e.what() << " (ctest runs this on the emulated device)";
-    throw;
-  }
+  std::string why;
+  std::unique_ptr<IbTransport> transport = testing::ibTransportOrWhy(options, &why);
+  if (!transport) GTEST_SKIP() << why;
   EXPECT_EQ(IbDevice::shared(IbSettings{})->gidIndex(), std::atoi(expect_index));
 
   auto listener = transport->listen();

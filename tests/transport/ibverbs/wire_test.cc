@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/ibverbs/ib_transport_or_skip.h"
 #include "transport/ibverbs/ib_transport.h"
 #include "transport/net_transport.h"
 #include "transport/transport_pair.h"
@@ -91,13 +92,9 @@ TEST(IbWire, QueuePairsLeaveFromConsecutiveFlowLabelPortsInTheirTrafficClass) {
   options.secret = "secret";
   options.ib.qps_per_connection = kQps;
   options.ib.traffic_class = kTrafficClass;
-  std::unique_ptr<IbTransport> transport;
-  try {
-    transport = std::make_unique<IbTransport>(options);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kUnavailable) GTEST_SKIP() << e.what() << " (ctest runs this on the emulated device)";
-    throw;
-  }
+  std::string why;
+  std::unique_ptr<IbTransport> transport = testing::ibTransportOrWhy(options, &why);
+  if (!transport) GTEST_SKIP() << why;
   Capture capture;
   if (!capture.open()) GTEST_SKIP() << "capturing packets needs root (AF_PACKET)";
   auto listener = transport->listen();
