@@ -2,6 +2,8 @@
 #   median              the median of the numbers on stdin
 #   busbw FILE FACTOR   GB/s of the first out-of-place row of an nccl-tests table: size / time x FACTOR
 #   ratio A B           A / B with two decimals ("n/a" when B is 0); verdict V T: PASS when V >= T
+#   bench_start NAME [roce]  skip (77) without root, fail (2) when asked for the emulated RoCE device and $build
+#                       has none; then a fresh job secret, $tmp, and an EXIT trap removing the store, $tmp, the cluster
 #   start_store         a megascale-store inside host 0 on a fresh port ($store_port; $store_pid)
 #   ours PER_HOST OUTPUT PROGRAM ARGS...  one megascale-run per host, PER_HOST ranks each; host 0's output in OUTPUT
 store_port=${store_port:-29800} run_id=${run_id:-0}
@@ -13,6 +15,19 @@ busbw() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), (b > 0 ? a / b : 0) }'; }
 verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t ? "PASS" : "FAIL") }'; }
+
+bench_start() {
+  local name=$1 needs=${2:-}
+  [ "$(id -u)" = 0 ] || { echo "SKIPPED: $name: the emulated cluster needs root"; exit 77; }
+  if [ "$needs" = roce ] && [ ! -e "$build/testbed/roce/libibverbs.so.1" ]; then
+    echo "$name: $build has no emulated RoCE device (rdma-core headers)"
+    exit 2
+  fi
+  MEGASCALE_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+  export MEGASCALE_JOB_SECRET
+  tmp=$(mktemp -d)
+  trap 'kill $store_pid 2>/dev/null; rm -rf "$tmp"; cluster_down' EXIT
+}
 
 start_store() {
   store_port=$((store_port + 1))

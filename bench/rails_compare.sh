@@ -14,14 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 HOSTS=${HOSTS:-4} RAIL_RATE=${RAIL_RATE:-100mbit} SIZE=${SIZE:-128M} REPEATS=${REPEATS:-3} ITERS=${ITERS:-2}
-[ "$(id -u)" = 0 ] || { echo "SKIPPED: rails_compare: the emulated cluster needs root"; exit 77; }
-[ -e "$build/testbed/roce/libibverbs.so.1" ] || { echo "rails_compare: $build has no emulated RoCE device (rdma-core headers)"; exit 2; }
 source testbed/emulated_cluster.sh
 source bench/cluster_runs.sh
-export MEGASCALE_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n') MEGASCALE_TIMEOUT_MS=180000
-
-tmp=$(mktemp -d)
-trap 'kill $store_pid 2>/dev/null; rm -rf "$tmp"; cluster_down' EXIT
+bench_start rails_compare roce
+export MEGASCALE_TIMEOUT_MS=180000
 cluster_up "$HOSTS" 2
 # RoCE fabrics run lossless (PFC): switch queues deep enough for every queue pair's window stand in for it, so
 # two rings sharing one rail queue rather than drop (the emulated NIC recovers a loss by go-back-N, as RC does,

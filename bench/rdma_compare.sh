@@ -12,14 +12,10 @@ cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 RATE=${RATE:-1gbit} MIN=${MIN:-8} MAX=${MAX:-16M} FACTOR=${FACTOR:-8} REPEATS=${REPEATS:-3} ITERS=${ITERS:-5}
 TRANSPORTS=${TRANSPORTS:-"tcp ucx ib"} TOOLS=${TOOLS:-"all_reduce sendrecv"}
-[ "$(id -u)" = 0 ] || { echo "SKIPPED: rdma_compare: the emulated hosts need root"; exit 77; }
-[ -e "$build/testbed/roce/libibverbs.so.1" ] || { echo "rdma_compare: $build has no emulated RoCE device (rdma-core headers)"; exit 2; }
 source testbed/emulated_cluster.sh
 source bench/cluster_runs.sh
-export MEGASCALE_JOB_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n') MEGASCALE_TIMEOUT_MS=120000
-
-tmp=$(mktemp -d)
-trap 'kill $store_pid 2>/dev/null; rm -rf "$tmp"; cluster_down' EXIT
+bench_start rdma_compare roce
+export MEGASCALE_TIMEOUT_MS=120000
 cluster_up 2 1
 hosts_rate "$RATE"
 start_store

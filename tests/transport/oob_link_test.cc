@@ -98,23 +98,34 @@ TEST(OobLink, AnAnswerThatFailsRefusesThatClientWithItsReason) {
   EXPECT_EQ(accepted.size(), 1u);
 }
 
-// A refusal's flag from a client (only listeners refuse) is a hostile frame: that client is dropped.
-TEST(OobLink, AClientFrameFlaggedAsRefusalIsDropped) {
-  OobServer server(options("s"), "test");
+// A client that proves the secret and then sends `frame` raw, while the server polls for 300 ms; returns its
+// socket, with what the server accepted in *accepted.
+Fd authenticatedClientSends(OobServer& server, const std::string& frame, std::vector<OobAccepted>* accepted) {
   Fd fd = connectTcp(server.bound(), deadlineAfter(2s), "test");
   AuthSession auth(AuthSession::Role::kClient, "s", tcp_wire::encodeHello({9, 0, 0, 1}));
-  std::vector<OobAccepted> accepted;
   std::thread serve([&] {
     for (int i = 0; i < 300; ++i) {
-      server.poll(echo, &accepted);
+      server.poll(echo, accepted);
       std::this_thread::sleep_for(1ms);
     }
   });
-  ASSERT_TRUE(AuthSession::runBlocking(auth, fd.get(), deadlineAfter(2s), "client").isOk());
-  const uint32_t flagged = (1u << 31) | 1;
-  ASSERT_EQ(::send(fd.get(), &flagged, sizeof(flagged), MSG_NOSIGNAL), 4);
-  ASSERT_EQ(::send(fd.get(), "x", 1, MSG_NOSIGNAL), 1);
+  const bool authenticated = AuthSession::runBlocking(auth, fd.get(), deadlineAfter(2s), "client").isOk();
+  const bool sent = authenticated && ::send(fd.get(), frame.data(), frame.size(), MSG_NOSIGNAL) ==
+                                         static_cast<ssize_t>(frame.size());
   serve.join();
+  EXPECT_TRUE(authenticated && sent) << "the client could not authenticate or send";
+  return fd;
+}
+
+std::string frameOf(uint32_t length_word, const std::string& body) {
+  return std::string(reinterpret_cast<const char*>(&length_word), sizeof(length_word)) + body;
+}
+
+// A refusal's flag from a client (only listeners refuse) is a hostile frame: that client is dropped.
+TEST(OobLink, AClientFrameFlaggedAsRefusalIsDropped) {
+  OobServer server(options("s"), "test");
+  std::vector<OobAccepted> accepted;
+  Fd fd = authenticatedClientSends(server, frameOf((1u << 31) | 1, "x"), &accepted);
   EXPECT_TRUE(accepted.empty());
   OobLink link(std::move(fd), 9, "test");
   EXPECT_TRUE(link.peerGone()) << "the server hung up";
@@ -123,19 +134,8 @@ TEST(OobLink, AClientFrameFlaggedAsRefusalIsDropped) {
 // A client that proves the secret and then claims a 1 GiB blob is dropped, not served (no allocation of it).
 TEST(OobLink, AHugeBlobIsRefused) {
   OobServer server(options("s"), "test");
-  Fd fd = connectTcp(server.bound(), deadlineAfter(2s), "test");
-  AuthSession auth(AuthSession::Role::kClient, "s", tcp_wire::encodeHello({9, 0, 0, 1}));
   std::vector<OobAccepted> accepted;
-  std::thread serve([&] {
-    for (int i = 0; i < 300; ++i) {
-      server.poll(echo, &accepted);
-      std::this_thread::sleep_for(1ms);
-    }
-  });
-  ASSERT_TRUE(AuthSession::runBlocking(auth, fd.get(), deadlineAfter(2s), "client").isOk());
-  uint32_t huge = 1u << 30;
-  ASSERT_EQ(::send(fd.get(), &huge, sizeof(huge), MSG_NOSIGNAL), 4);
-  serve.join();
+  Fd fd = authenticatedClientSends(server, frameOf(1u << 30, ""), &accepted);
   EXPECT_TRUE(accepted.empty());
   char byte;
   EXPECT_LE(::recv(fd.get(), &byte, 1, MSG_DONTWAIT), 0) << "no answer to a refused client";
