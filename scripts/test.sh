@@ -25,10 +25,12 @@ ctest_filter=""
 build_and_test build -DCMAKE_BUILD_TYPE=Release -DMEGASCALE_WERROR=ON
 
 # Sanitizer builds build and run the core suites (label "core"): store, transports, schedules, collectives;
-# the trainer and the benchmarks are left out of them.
+# the trainer and the benchmarks are left out of them. Line tables (-g1) are all a sanitizer's report needs, and
+# ThreadSanitizer runs at -O1, as its documentation advises: a test file compiled in 7.6 s instead of 16.2 s
+# (-O2 -g) on the 2-core CI machine.
 ctest_filter="-L core"
 LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
-  build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_BUILD_TRAINER=OFF -DMEGASCALE_WERROR=ON
+  build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1 -DMEGASCALE_SANITIZE=address,undefined -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_BUILD_TRAINER=OFF -DMEGASCALE_WERROR=ON
 # ThreadSanitizer only where threads run: the single-threaded suites (schedules, kernels, simulator) are
 # checked by the two passes above.
 ctest_filter="-L core -LE single-threaded"
@@ -36,4 +38,5 @@ ctest_filter="-L core -LE single-threaded"
 # intercepts too: the process crashes. The hooks only keep UCX's RDMA registration cache exact; off here.
 UCX_MEM_MALLOC_HOOKS=n UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=n \
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEGASCALE_SANITIZE=thread -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_BUILD_TRAINER=OFF -DMEGASCALE_WERROR=ON
+  build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DMEGASCALE_SANITIZE=thread -DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_BUILD_TRAINER=OFF -DMEGASCALE_WERROR=ON
