@@ -165,7 +165,7 @@ transport::TransportOptions optionsFor(const Context* context, int dev, const st
   o.secret = secret;
   o.bind_address = state().interfaces[static_cast<size_t>(dev)].ipv4;
   o.traffic_class = context != nullptr ? context->traffic_class : nccl_abi::kTrafficClassUndefined;
-  if (state().device_per_nic) o.ib.port_index = dev;
+  if (state().device_per_nic) o.ib.ports = {dev};
   return o;
 }
 
@@ -246,7 +246,7 @@ Result init(nccl_abi::Logger logger) {
     // No NIC found: one transport all the same, whose error says what is missing.
     for (int dev = 0; dev < std::max(nics, 1); ++dev) {
       transport::TransportOptions o = s.options;
-      if (s.device_per_nic && nics > 0) o.ib.port_index = dev;
+      if (s.device_per_nic && nics > 0) o.ib.ports = {dev};
       s.registrars.push_back(transport::createTransport(s.transport_name, o));
     }
     const transport::Properties& props = s.registrars.front()->properties();

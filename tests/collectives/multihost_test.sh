@@ -5,7 +5,8 @@
 #    peer: each rank talks shared memory to the other rank of its host and TCP to the two ranks of the other host.
 #    With the emulated RoCE device (EMULATED_VERBS_DIR), the ibverbs transport on one NIC per rail, then on one
 #    dual-port NIC with a port per rail: local rank l takes the host's l-th port, so the hierarchical
-#    all-reduce's rail rings cross both rails.
+#    all-reduce's rail rings cross both rails. Then one rank per host: it owns both NICs and stripes every
+#    connection over them.
 # 2. Ranks that see different network rates still choose the same algorithm.
 # 3. A host whose cable is pulled mid-all-reduce: every rank fails within the timeout, with an error that names
 #    the rank, the peer and the peer's host.
@@ -24,14 +25,15 @@ store_pid=$!
 out0=$(mktemp) out1=$(mktemp)
 trap 'kill $store_pid 2>/dev/null; rm -f "$out0" "$out1"; cluster_down' EXIT
 
-# job ID TIMEOUT_MS PROGRAM ARGS...: one megascale-run per host in the background, outputs in $out0 / $out1.
+# job ID TIMEOUT_MS PROGRAM ARGS...: one megascale-run per host in the background (RANKS_PER_HOST ranks, 2 unless
+# set), outputs in $out0 / $out1.
 job() {
-  local id=$1 timeout=$2 i
+  local id=$1 timeout=$2 n=${RANKS_PER_HOST:-2} i
   shift 2
   for i in 0 1; do
     MEGASCALE_TIMEOUT_MS=$timeout MEGASCALE_NET_MBPS=$([ "$i" = 1 ] && echo "${HOST1_NET_MBPS:-0}" || echo 0) \
       on_host "$i" "$run" --store "tcp://$(host_addr 0):29521" --job-id "$id" \
-      --world-size 4 --rank-offset $((2 * i)) -n 2 "$@" > "$([ "$i" = 0 ] && echo "$out0" || echo "$out1")" 2>&1 &
+      --world-size $((2 * n)) --rank-offset $((n * i)) -n "$n" "$@" > "$([ "$i" = 0 ] && echo "$out0" || echo "$out1")" 2>&1 &
   done
 }
 
@@ -79,6 +81,18 @@ if [ -n "$verbs_dir" ]; then
     ((rail0 > 1000000 && rail1 > 1000000)) || fail "over ibverbs ($netdevs) host 0 sent $rail0 bytes on rail 0 and $rail1 on rail 1"
     echo "ok: all-reduce exact over ibverbs, EMU_ROCE_NETDEVS=$netdevs; host 0 sent $rail0 bytes on rail 0, $rail1 on rail 1"
   done
+  # One rank per host: more NICs than ranks, so the rank takes both and stripes each connection over them.
+  before0=$(tx 0) before1=$(tx 1)
+  LD_LIBRARY_PATH=$verbs_dir EMU_ROCE_NETDEVS=rail0,rail1 MEGASCALE_TRANSPORT=ibverbs MEGASCALE_DEBUG=1 RANKS_PER_HOST=1 \
+    job ib-striped 60000 "$check" --describe --collectives all_reduce,all_gather 1000 262144
+  for i in 1 2; do wait %$((i + 1)) || { cat "$out0" "$out1"; fail "all-reduce striped over two NICs failed on host $((i - 1))"; }; done
+  grep -h "wrong over all ranks" "$out0" | grep -q " 0 wrong" || { cat "$out0"; fail "all-reduce striped over two NICs was wrong"; }
+  grep -q "local rank 0 takes active ports 1+2 of 2 (emroce0 port 1, emroce1 port 1)" "$out0" ||
+    { cat "$out0"; fail "the only rank of host 0 did not take both NICs"; }
+  rail0=$(($(tx 0) - before0)) rail1=$(($(tx 1) - before1))
+  ((rail0 > 1000000 && rail1 > 1000000 && rail0 < 2 * rail1 && rail1 < 2 * rail0)) ||
+    fail "one rank striping over two NICs: host 0 sent $rail0 bytes on rail 0 and $rail1 on rail 1 (both, about evenly)"
+  echo "ok: one rank per host stripes over both NICs, exact; host 0 sent $rail0 bytes on rail 0, $rail1 on rail 1"
 fi
 
 # Host 1 sees a 100 Mbit/s network and host 0 its 10 Gbit/s veth: for an 8 KiB all-reduce the cost model alone would

@@ -52,8 +52,9 @@ Status keepFirstError(IbQpSet& qps, Status& error, Status s) {
 
 }  // namespace
 
-Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& what, const std::string& peer) {
-  std::string text = "ibverbs: " + what + " " + peer + " on " + qps.device().name() + " (qp " +
+Status completionError(const IbQpSet& qps, int rail, const ibv_wc& wc, const std::string& what,
+                       const std::string& peer) {
+  std::string text = "ibverbs: " + what + " " + peer + " on " + qps.device(rail).name() + " (qp " +
                      std::to_string(wc.qp_num) + "): " + api(qps).wc_status_str(wc.status) + " (vendor error " +
                      std::to_string(wc.vendor_err) + ")";
   if (wc.status == IBV_WC_RETRY_EXC_ERR) {
@@ -120,7 +121,7 @@ Status IbSendComm::isend(const void* data, size_t size, uint32_t tag, const Memo
     pending_.push_back(Pending{slot->index, tag, true});
   } else {
     if (size > 0) {
-      MSC_RETURN_IF_ERROR(TransferRegistration::make(qps_->device(), const_cast<void*>(data), size, mr,
+      MSC_RETURN_IF_ERROR(TransferRegistration::make(qps_->devices(), const_cast<void*>(data), size, mr,
                                                      &slot->registration));
     }
     pending_.push_back(Pending{slot->index, tag, false});
@@ -167,18 +168,18 @@ Status IbSendComm::test(Request* request, bool* done, size_t* size) {
 Status IbSendComm::progress() {
   if (!error_.isOk()) return error_;
   ibv_wc wc[16];
-  int n;
-  while ((n = qps_->poll(16, wc)) > 0) {
-    for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i]));
+  int n, rail;
+  while ((n = qps_->poll(16, wc, &rail)) > 0) {
+    for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i], rail));
   }
   if (n < 0) return failed(Status(ErrorCode::kSystem, "ibverbs: polling the completion queue failed"));
   return match();
 }
 
-Status IbSendComm::onCompletion(const ibv_wc& wc) {
+Status IbSendComm::onCompletion(const ibv_wc& wc, int rail) {
   if (wc.status != IBV_WC_SUCCESS) {
     const bool cts = (wc.wr_id & kCtsReceive) != 0;
-    return failed(completionError(*qps_, wc, cts ? "waiting for a clear-to-send from" : "RDMA write to",
+    return failed(completionError(*qps_, rail, wc, cts ? "waiting for a clear-to-send from" : "RDMA write to",
                                   watch_.link().peer()));
   }
   if (wc.wr_id & kCtsReceive) {
@@ -248,13 +249,13 @@ Status IbSendComm::postWrites(Slot& s, const Group& g, int entry) {
       const uint64_t chunk = std::min(end - begin, ib_wire::kMaxWriteBytes);
       const bool last = begin + chunk == end;
       ibv_sge sge{reinterpret_cast<uint64_t>(s.data) + begin, static_cast<uint32_t>(chunk),
-                  chunk > 0 ? s.registration.mr()->lkey : 0};
+                  chunk > 0 ? s.registration.mr(qps_->railOf(q))->lkey : 0};
       ibv_send_wr wr{};
       wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
       wr.sg_list = chunk > 0 ? &sge : nullptr;
       wr.num_sge = chunk > 0 ? 1 : 0;
       wr.wr.rdma.remote_addr = target.addr + begin;
-      wr.wr.rdma.rkey = target.rkey;
+      wr.wr.rdma.rkey = target.rkey[qps_->remoteRailOf(q)];
       if (last) {
         wr.send_flags = IBV_SEND_SIGNALED;
         wr.wr_id = (static_cast<uint64_t>(s.index) << 8) | static_cast<uint64_t>(q);
@@ -314,7 +315,7 @@ Status IbRecvComm::postBounce(int index) {
 // The other queue pairs only ever take writes with immediate: receives without a buffer.
 Status IbRecvComm::postZeroReceive(int qp) {
   ibv_recv_wr wr{};
-  wr.wr_id = kZeroReceive;
+  wr.wr_id = kZeroReceive | static_cast<uint64_t>(qp);
   if (int rc = postRecv(qps_->qp(qp), &wr)) return postFailed(rc, "posting a receive for", watch_.link().peer());
   return Status::ok();
 }
@@ -337,11 +338,14 @@ Status IbRecvComm::irecv(int n, void* const* data, const size_t* sizes, const ui
     auto& registration = slot->registrations[static_cast<size_t>(i)];
     registration.reset();
     if (sizes[i] > 0) {
-      MSC_RETURN_IF_ERROR(TransferRegistration::make(qps_->device(), data[i], sizes[i], mrs ? mrs[i] : nullptr,
+      MSC_RETURN_IF_ERROR(TransferRegistration::make(qps_->devices(), data[i], sizes[i], mrs ? mrs[i] : nullptr,
                                                      &registration));
     }
-    cts.entries[i] = {reinterpret_cast<uint64_t>(data[i]), sizes[i], registration.mr() ? registration.mr()->rkey : 0,
-                      tags[i]};
+    ib_wire::CtsEntry& entry = cts.entries[i];
+    entry.addr = reinterpret_cast<uint64_t>(data[i]);
+    entry.capacity = sizes[i];
+    entry.tag = tags[i];
+    for (int r = 0; r < qps_->railCount() && sizes[i] > 0; ++r) entry.rkey[r] = registration.mr(r)->rkey;
   }
   slot->assigned = 0;
   slot->parts.fill(0);
@@ -420,17 +424,17 @@ Status IbRecvComm::deliverEager(uint32_t tag, const uint8_t* data, size_t size) 
   return Status::ok();
 }
 
-Status IbRecvComm::onCompletion(const ibv_wc& wc) {
+Status IbRecvComm::onCompletion(const ibv_wc& wc, int rail) {
   if (wc.status != IBV_WC_SUCCESS) {
     const bool cts = (wc.wr_id & kCtsSend) != 0;
-    return failed(completionError(*qps_, wc, cts ? "clear-to-send to" : "receive from", watch_.link().peer()));
+    return failed(completionError(*qps_, rail, wc, cts ? "clear-to-send to" : "receive from", watch_.link().peer()));
   }
   if (wc.wr_id & kCtsSend) {
     cts_in_flight_ -= kCtsSignalEvery;
     return Status::ok();
   }
   // A receive was consumed: put it back first (bounce buffers are copied out below, before anything reuses them).
-  const bool bounce = wc.wr_id != kZeroReceive;
+  const bool bounce = (wc.wr_id & kZeroReceive) == 0;
   if (wc.opcode == IBV_WC_RECV) {
     if (!bounce || wc.byte_len < sizeof(ib_wire::EagerHeader)) {
       return failed(Status(ErrorCode::kPeerLost, "ibverbs: a malformed message from " + watch_.link().peer()));
@@ -456,20 +460,16 @@ Status IbRecvComm::onCompletion(const ibv_wc& wc) {
   }
   s->assigned |= 1u << entry;
   ++s->parts[entry];
-  // The queue pair number tells which one took the receive.
   if (bounce) return postBounce(static_cast<int>(wc.wr_id));
-  for (int q = 1; q < qps_->size(); ++q) {
-    if (qps_->qp(q)->qp_num == wc.qp_num) return postZeroReceive(q);
-  }
-  return Status::ok();
+  return postZeroReceive(static_cast<int>(wc.wr_id & 0xff));  // the queue pair that took the receive
 }
 
 Status IbRecvComm::progress() {
   if (!error_.isOk()) return error_;
   ibv_wc wc[16];
-  int n;
-  while ((n = qps_->poll(16, wc)) > 0) {
-    for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i]));
+  int n, rail;
+  while ((n = qps_->poll(16, wc, &rail)) > 0) {
+    for (int i = 0; i < n; ++i) MSC_RETURN_IF_ERROR(onCompletion(wc[i], rail));
   }
   if (n < 0) return failed(Status(ErrorCode::kSystem, "ibverbs: polling the completion queue failed"));
   return sendWaitingCts();
@@ -500,12 +500,12 @@ Status IbRecvComm::iflush(int n, void* const* data, const size_t* sizes, const M
   if (last < 0) return Status::ok();  // host memory: the CPU sees what the NIC wrote once the write completed
   if (flush_ == nullptr) {
     try {
-      flush_ = std::make_unique<IbFlush>(qps_->sharedDevice(), qps_->settings(), watch_.link().peer());
+      flush_ = std::make_unique<IbFlush>(qps_->devices(), qps_->settings(), watch_.link().peer());
     } catch (const Error& e) {
       return failed(Status(e.code(), e.what()));
     }
   }
-  return flush_->post(data[last], *static_cast<const ibv_mr*>(mrs[last]->handle), request);
+  return flush_->post(data[last], *static_cast<const IbRegistration*>(mrs[last]->handle), request);
 }
 
 Status IbRecvComm::test(Request* request, bool* done, size_t* sizes) {

@@ -52,7 +52,7 @@ class IbSendComm : public SendComm {
   };
 
   Status progress();
-  Status onCompletion(const ibv_wc& wc);
+  Status onCompletion(const ibv_wc& wc, int rail);
   Status match();
   Status postWrites(Slot& s, const Group& group, int entry);
   Status postEager(Slot& s);
@@ -102,7 +102,7 @@ class IbRecvComm : public RecvComm {
   };
 
   Status progress();
-  Status onCompletion(const ibv_wc& wc);
+  Status onCompletion(const ibv_wc& wc, int rail);
   /// A small message, in arrival order: into the next buffer, or kept until a receive is posted.
   Status deliverEager(uint32_t tag, const uint8_t* data, size_t size);
   Status fill(Slot& s, int entry, uint32_t tag, const uint8_t* data, size_t size);
@@ -133,8 +133,9 @@ class IbRecvComm : public RecvComm {
   Status error_;
 };
 
-/// "ibverbs: <what> <peer> on <device> (qp <n>): <status>" with, for a retry-exceeded completion, how long the
+/// "ibverbs: <what> <peer> on <rail's device> (qp <n>): <status>" with, for a retry-exceeded completion, how long the
 /// NIC retried and what would ride out longer.
-Status completionError(const IbQpSet& qps, const ibv_wc& wc, const std::string& what, const std::string& peer);
+Status completionError(const IbQpSet& qps, int rail, const ibv_wc& wc, const std::string& what,
+                       const std::string& peer);
 
 }  // namespace megascale::transport

@@ -1,6 +1,7 @@
 // One direction of an ibverbs connection: a set of RC queue pairs to the same peer (several, so a large
-// message is striped over distinct UDP flows that ECMP spreads, as MegaScale does) sharing one completion
-// queue. The two ends swap QpSetInfo over the setup socket (oob_link.h) and move their queue pairs to RTS.
+// message is striped over distinct UDP flows that ECMP spreads, as MegaScale does), spread over the rank's
+// NICs (rails) when it owns several, with a completion queue per NIC. The two ends swap QpSetInfo over the
+// setup socket (oob_link.h) and move their queue pairs to RTS.
 #pragma once
 
 #include <poll.h>
@@ -13,10 +14,11 @@
 #include "common/socket.h"
 #include "common/status.h"
 #include "transport/ibverbs/ib_device.h"
+#include "transport/ibverbs/ib_wire.h"
 
 namespace megascale::transport {
 
-constexpr int kMaxQpsPerConnection = 16;
+constexpr int kMaxQpsPerConnection = 16;  // per NIC (MEGASCALE_IB_QPS_PER_CONNECTION)
 
 struct IbQpSettings {
   int qps = 2;               // MEGASCALE_IB_QPS_PER_CONNECTION
@@ -27,18 +29,24 @@ struct IbQpSettings {
   uint8_t retry_cnt = 7;     // MEGASCALE_IB_RETRY_CNT
 };
 
-/// What one end tells the other: its queue pair numbers, first PSN, GID, LID, MTU and eager limit. Fixed size on
-/// the wire.
-struct QpSetInfo {
-  uint32_t count;
-  uint32_t qpn[kMaxQpsPerConnection];
-  uint32_t psn;
+/// Where one of an end's NICs (rails) is reached: its GID, LID and MTU.
+struct RailAddress {
   uint8_t gid[16];
   uint32_t lid;  // InfiniBand: the port's LID (0 on RoCE)
   uint32_t mtu;
+};
+
+/// What one end tells the other: its queue pair numbers (queue pair i on its rail i mod rails), first PSN,
+/// where each rail is reached, and its eager limit. Fixed size on the wire.
+struct QpSetInfo {
+  uint32_t count;
+  uint32_t rails;
+  uint32_t qpn[kMaxRails * kMaxQpsPerConnection];
+  uint32_t psn;
+  RailAddress rail[kMaxRails];
   uint32_t eager_bytes;  // the receiving end's: the largest message it takes eagerly (0: device memory receives)
   std::string encode() const;
-  /// Checks the count and the MTU: the blob comes from the network.
+  /// Checks the counts, MTUs and LIDs: the blob comes from the network.
   static Status decode(const std::string& blob, QpSetInfo* info);
 };
 
@@ -51,41 +59,57 @@ uint32_t flowLabelOf(uint32_t local_qpn, uint32_t remote_qpn, size_t index);
 
 class IbQpSet {
  public:
-  /// Creates the queue pairs (RESET -> INIT) and their completion queue. Throws Error naming the device.
-  IbQpSet(std::shared_ptr<IbDevice> device, const IbQpSettings& settings, int send_depth, int recv_depth);
+  /// Creates `count` queue pairs (RESET -> INIT), queue pair i on rail i mod rails.size(), and a completion
+  /// queue per rail; `count` 0: settings.qps per rail. Throws Error naming the device.
+  IbQpSet(std::vector<std::shared_ptr<IbDevice>> rails, const IbQpSettings& settings, int send_depth, int recv_depth,
+          int count = 0);
   ~IbQpSet();
   IbQpSet(const IbQpSet&) = delete;
   IbQpSet& operator=(const IbQpSet&) = delete;
 
   QpSetInfo localInfo() const;
-  /// INIT -> RTR -> RTS toward the peer's queue pairs (matched one to one). The peer must have as many.
+  /// INIT -> RTR -> RTS toward the peer's queue pairs (matched one to one, each to the peer's rail of its index).
+  /// The peer must have as many.
   Status connect(const QpSetInfo& remote, const std::string& peer);
   /// Moves every queue pair to ERR: the NIC flushes what is posted and drops what still arrives, so once a
   /// comm has reported an error no late packet writes into (or reads from) a buffer its user may free.
   void stopTraffic();
 
-  /// Polls up to `max` completions: first those arm() found, then the queue's.
-  int poll(int max, ibv_wc* out);
-  /// What a waiter sleeps on: the completion channel, asked for its next event (readable once a completion
-  /// arrives), or a descriptor that is readable already when a completion came while asking.
+  /// Polls up to `max` completions of one rail (*rail): first those appendReadiness found, then the queues'.
+  /// 0 once every rail's queue is empty.
+  int poll(int max, ibv_wc* out, int* rail);
+  /// What a waiter sleeps on: each rail's completion channel, asked for its next event (readable once a
+  /// completion arrives), or a descriptor that is readable already when a completion came while asking.
   void appendReadiness(std::vector<pollfd>& fds);
 
   int size() const { return static_cast<int>(qps_.size()); }
   ibv_qp* qp(int i) const { return qps_[static_cast<size_t>(i)]; }
-  ibv_cq* cq() const { return cq_; }
-  IbDevice& device() const { return *device_; }
-  const std::shared_ptr<IbDevice>& sharedDevice() const { return device_; }
+  int railCount() const { return static_cast<int>(rails_.size()); }
+  int railOf(int qp) const { return qp % railCount(); }
+  /// The peer's rail queue pair `qp` reaches (known once connected).
+  int remoteRailOf(int qp) const { return qp % remote_rails_; }
+  /// Rail 0's device carries the control traffic (CTSs, sizes, eager messages).
+  IbDevice& device(int rail = 0) const { return *rails_[static_cast<size_t>(rail)].device; }
+  const std::vector<std::shared_ptr<IbDevice>>& devices() const { return devices_; }
   const IbQpSettings& settings() const { return settings_; }
 
  private:
-  std::shared_ptr<IbDevice> device_;
+  struct Rail {
+    std::shared_ptr<IbDevice> device;
+    ibv_comp_channel* channel = nullptr;
+    ibv_cq* cq = nullptr;
+    std::vector<ibv_wc> found_while_arming;
+  };
+  /// Takes the rail's events and asks for the next; false when completions came meanwhile (kept for poll).
+  bool arm(Rail& rail);
+
+  std::vector<std::shared_ptr<IbDevice>> devices_;
+  std::vector<Rail> rails_;
   IbQpSettings settings_;
-  ibv_comp_channel* channel_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  std::vector<ibv_wc> found_while_arming_;
-  Fd found_fd_;  // eventfd, readable while found_while_arming_ holds completions
+  Fd found_fd_;  // eventfd, readable while some rail's found_while_arming holds completions
   std::vector<ibv_qp*> qps_;
   uint32_t psn_;
+  int remote_rails_ = 1;
 };
 
 }  // namespace megascale::transport

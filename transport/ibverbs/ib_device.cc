@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "transport/cuda_memory.h"
 #include "transport/ibverbs/hca_list.h"
+#include "transport/ibverbs/ib_wire.h"
 #include "transport/ibverbs/nic_locality.h"
 
 namespace megascale::transport {
@@ -124,14 +125,12 @@ std::vector<Candidate> activePorts(const VerbsApi& api, const DeviceList& list, 
 }  // namespace
 
 std::shared_ptr<IbDevice> IbDevice::shared(const IbSettings& settings) {
-  // One device per port asked for by index, and one for "the nearest" (which may be the same port: a second
-  // context on it, as two processes would have).
   static std::mutex lock;
   static std::map<int, ProcessShared<IbDevice>> devices;
   ProcessShared<IbDevice>* slot;
   {
     std::lock_guard<std::mutex> guard(lock);
-    slot = &devices[std::max(settings.port_index, -1)];
+    slot = &devices[settings.port_index];
   }
   return slot->get([&] { return std::shared_ptr<IbDevice>(new IbDevice(loadVerbs(), settings)); });
 }
@@ -141,6 +140,53 @@ int IbDevice::activePortCount(const IbSettings& settings) {
   DeviceList list(api);
   std::string seen;
   return static_cast<int>(activePorts(api, list, settings, &seen).size());
+}
+
+std::vector<int> IbDevice::nearestPorts(const IbSettings& settings) {
+  const VerbsApi& api = loadVerbs();
+  DeviceList list(api);
+  std::string seen;
+  if (list.count() == 0) {
+    throw Error(ErrorCode::kUnavailable, "ibverbs: no RDMA device on this host (libibverbs lists none)");
+  }
+  const std::vector<Candidate> candidates = activePorts(api, list, settings, &seen);
+  if (candidates.empty()) {
+    throw Error(ErrorCode::kUnavailable, "ibverbs: no device with an active port matches MEGASCALE_IB_HCA='" +
+                                             settings.hca + "' (found: " + seen + ")");
+  }
+  // The ports nearest the rank's GPU (else its CPUs); a host's ranks spread over ports equally near, so with no
+  // locality to go by local rank r takes port r mod the ports (rail r for as many ranks as rails, MegaScale's
+  // and every GPU cluster's layout). A host with more ports than ranks gives each rank as many as divide evenly.
+  size_t count = settings.nics_per_rank > 0 ? static_cast<size_t>(settings.nics_per_rank)
+                 : settings.local_size > 0  ? candidates.size() / static_cast<size_t>(settings.local_size)
+                                            : 1;
+  count = std::clamp<size_t>(count, 1, std::min<size_t>(candidates.size(), kMaxRails));
+  PortChoice choice;
+  if (candidates.size() == count) {
+    for (size_t i = 0; i < count; ++i) choice.indices.push_back(i);
+    choice.basis = count == 1 ? "the only one" : "all of them";
+  } else {
+    std::vector<PortLocality> localities;
+    for (const Candidate& c : candidates) {
+      PortLocality l;
+      l.pci_path = pciPathOf(list[c.device]);
+      l.numa_node = numaNodeOfPciPath(l.pci_path);
+      localities.push_back(l);
+    }
+    choice = choosePorts(localities, rankLocality(settings.local_rank), count);
+  }
+  std::string numbers, names;
+  std::vector<int> ports;
+  for (size_t i : choice.indices) {
+    const Candidate& c = candidates[i];
+    numbers += (numbers.empty() ? "" : "+") + std::to_string(i + 1);
+    names += (names.empty() ? "" : ", ") + std::string(api.get_device_name(list[c.device])) + " port " +
+             std::to_string(c.port);
+    ports.push_back(static_cast<int>(i));
+  }
+  MSC_LOG_INFO("ibverbs: local rank %d takes active port%s %s of %zu (%s): %s", settings.local_rank,
+               ports.size() > 1 ? "s" : "", numbers.c_str(), candidates.size(), names.c_str(), choice.basis.c_str());
+  return ports;
 }
 
 IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api) {
@@ -154,31 +200,12 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     throw Error(ErrorCode::kUnavailable, "ibverbs: no device with an active port matches MEGASCALE_IB_HCA='" +
                                              settings.hca + "' (found: " + seen + ")");
   }
-  // The port nearest the rank's GPU (else its CPUs); a host's ranks spread over ports equally near, so with no
-  // locality to go by local rank r takes port r mod the ports (rail r for as many ranks as rails, MegaScale's
-  // and every GPU cluster's layout). Without a local rank, the first of the nearest. The NCCL plugin names
-  // the port itself (port_index: its device number).
-  std::vector<PortLocality> localities;
-  for (const Candidate& c : candidates) {
-    PortLocality l;
-    l.pci_path = pciPathOf(list[c.device]);
-    l.numa_node = numaNodeOfPciPath(l.pci_path);
-    localities.push_back(l);
-  }
-  if (settings.port_index >= static_cast<int>(candidates.size())) {
+  if (settings.port_index < 0 || settings.port_index >= static_cast<int>(candidates.size())) {
     throw Error(ErrorCode::kInvalidArgument, "ibverbs: port index " + std::to_string(settings.port_index) +
-                                                 " asked for, but only " + std::to_string(candidates.size()) +
+                                                 " asked for, but " + std::to_string(candidates.size()) +
                                                  " active ports match MEGASCALE_IB_HCA (found: " + seen + ")");
   }
-  PortChoice choice;
-  if (settings.port_index >= 0) {
-    choice.index = static_cast<size_t>(settings.port_index);
-    choice.basis = "asked for by index";
-  } else {
-    choice = choosePort(localities, rankLocality(settings.local_rank));
-  }
-  const size_t pick = choice.index;
-  const Candidate chosen = candidates[pick];
+  const Candidate chosen = candidates[static_cast<size_t>(settings.port_index)];
   const std::string name = api.get_device_name(list[chosen.device]);  // a copy: the list is freed first
   ibv_context* context = api.open_device(list[chosen.device]);
   ibv_port_attr port{};
@@ -192,8 +219,6 @@ IbDevice::IbDevice(const VerbsApi& api, const IbSettings& settings) : api_(&api)
     api.close_device(context);
     throw Error(taken.code(), taken.message());
   }
-  MSC_LOG_INFO("ibverbs: local rank %d takes active port %zu of %zu (%s port %d): %s", settings.local_rank, pick + 1,
-               candidates.size(), name.c_str(), chosen.port, choice.basis.c_str());
   pd_ = api.alloc_pd(context_);
   if (pd_ == nullptr) {
     api.close_device(context_);

@@ -24,15 +24,21 @@ struct IbSettings {
   int roce_version = 2;  // MEGASCALE_IB_ROCE_VERSION
   bool ipv6 = false;     // MEGASCALE_IB_ADDR_FAMILY=AF_INET6
   int local_rank = -1;   // MEGASCALE_LOCAL_RANK: which of the host's active ports (rails) this process takes
-  int port_index = -1;   // this one of the active ports (activePortCount's order); -1: the nearest (nic_locality.h)
+  int local_size = -1;   // MEGASCALE_LOCAL_SIZE: the host's ranks, which share its ports
+  int nics_per_rank = 0;  // MEGASCALE_IB_NICS_PER_RANK; 0: the host's ports over its ranks (1 if unknown)
+  int port_index = 0;    // shared(): this one of the active ports (activePortCount's order)
 };
 
 class IbDevice {
  public:
-  /// The process's device for these settings (opened at the first call; one per port_index). Throws
+  /// The process's device for active port `settings.port_index` (opened at the first call). Throws
   /// Error(kUnavailable) when libibverbs is missing or no device has an active port, naming what was found, and
   /// Error(kInvalidArgument) for a port_index beyond the active ports.
   static std::shared_ptr<IbDevice> shared(const IbSettings& settings);
+  /// The active ports this rank takes (port_index values), nearest first (nic_locality.h): one, or several for a
+  /// rank that owns several NICs (MEGASCALE_IB_NICS_PER_RANK, or a host with more ports than ranks). Logs the
+  /// choice and why. Throws as shared() does.
+  static std::vector<int> nearestPorts(const IbSettings& settings);
   /// How many active ports MEGASCALE_IB_HCA takes on this host, every device's in device and port order (the
   /// order of port_index): the NICs the NCCL plugin reports. Throws Error(kUnavailable) without libibverbs.
   static int activePortCount(const IbSettings& settings);

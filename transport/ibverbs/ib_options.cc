@@ -18,8 +18,10 @@ const config::KnobRegistration kIbKnobs{
        "ibverbs: the RoCE version of the GID, 1 or 2 (NCCL_IB_ROCE_VERSION_NUM); routers carry only v2"},
       {"MEGASCALE_IB_ADDR_FAMILY", config::Type::kString, "AF_INET", "", "transport",
        "ibverbs: the address family of the GID, AF_INET or AF_INET6 (NCCL_IB_ADDR_FAMILY)"},
+      {"MEGASCALE_IB_NICS_PER_RANK", config::Type::kInt, "0", "NICs", "transport",
+       "ibverbs: active ports (NICs) each rank takes and stripes large messages over, 1..4, the nearest first; 0: the host's ports divided among its ranks (MEGASCALE_LOCAL_SIZE), else 1"},
       {"MEGASCALE_IB_QPS_PER_CONNECTION", config::Type::kInt, "2", "queue pairs", "transport",
-       "ibverbs: queue pairs per connection, 1..16 (NCCL_IB_QPS_PER_CONNECTION); each message is striped over all of them, each a UDP flow of its own for ECMP"},
+       "ibverbs: queue pairs per connection and NIC, 1..16 (NCCL_IB_QPS_PER_CONNECTION); each message is striped over all of them, each a UDP flow of its own for ECMP"},
       {"MEGASCALE_IB_TC", config::Type::kInt, "-1", "", "transport",
        "ibverbs: the GRH traffic class, DSCP << 2 (NCCL_IB_TC); -1: the communicator's traffic class, else 0"},
       {"MEGASCALE_IB_SL", config::Type::kInt, "0", "", "transport", "ibverbs: the service level (NCCL_IB_SL)"},
@@ -45,6 +47,8 @@ IbOptions ibOptionsFromConfig() {
   }
   o.ipv6 = family == "AF_INET6";
   o.local_rank = static_cast<int>(config::getInt("MEGASCALE_LOCAL_RANK"));
+  o.local_size = static_cast<int>(config::getInt("MEGASCALE_LOCAL_SIZE"));
+  o.nics_per_rank = static_cast<int>(knobInRange("MEGASCALE_IB_NICS_PER_RANK", 0, 4));
   o.qps_per_connection = static_cast<int>(knobInRange("MEGASCALE_IB_QPS_PER_CONNECTION", 1, 16));
   o.traffic_class = static_cast<int>(knobInRange("MEGASCALE_IB_TC", -1, 255));
   o.service_level = static_cast<int>(knobInRange("MEGASCALE_IB_SL", 0, 15));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace megascale::transport {
 
@@ -14,7 +15,11 @@ struct IbOptions {
   int roce_version = 2;
   bool ipv6 = false;  // the GID's address family: AF_INET6 rather than AF_INET
   int local_rank = -1;  // the process's rank on its host (MEGASCALE_LOCAL_RANK): its rail
-  int port_index = -1;  // not a knob: the NCCL plugin's device, one of the host's active ports; -1: the nearest
+  int local_size = -1;  // the ranks on its host (MEGASCALE_LOCAL_SIZE): they share its ports
+  int nics_per_rank = 0;  // ports a rank stripes over; 0: the host's over its ranks
+  // Not a knob: the NCCL plugin's device, these of the host's active ports (a virtual device merges several);
+  // empty: the nearest.
+  std::vector<int> ports;
   int qps_per_connection = 2;
   int traffic_class = 0;  // -1: the communicator's (TransportOptions::traffic_class), else 0
   int service_level = 0;

@@ -23,8 +23,9 @@ size_t pageBytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
 class IbListener : public Listener {
  public:
-  IbListener(std::shared_ptr<IbDevice> device, const TransportOptions& options, const IbQpSettings& qp_settings)
-      : device_(std::move(device)), qp_settings_(qp_settings), eager_off_(options.device_memory_receives),
+  IbListener(std::vector<std::shared_ptr<IbDevice>> rails, const TransportOptions& options,
+             const IbQpSettings& qp_settings)
+      : rails_(std::move(rails)), qp_settings_(qp_settings), eager_off_(options.device_memory_receives),
         server_(options, "ibverbs"),
         address_(Address::fromString(kAddressPrefix + formatAddress(server_.bound()))) {}
 
@@ -38,7 +39,9 @@ class IbListener : public Listener {
           MSC_RETURN_IF_ERROR(QpSetInfo::decode(request.blob, &remote));
           std::shared_ptr<IbQpSet> qps;
           try {
-            qps = std::make_shared<IbQpSet>(device_, qp_settings_, kSendDepth, kRecvDepth);
+            // As many queue pairs as the sender made, over this side's NICs.
+            qps = std::make_shared<IbQpSet>(rails_, qp_settings_, kSendDepth, kRecvDepth,
+                                            static_cast<int>(remote.count));
           } catch (const Error& e) {
             return Status(e.code(), e.what());
           }
@@ -67,7 +70,7 @@ class IbListener : public Listener {
   bool appendReadiness(std::vector<pollfd>& fds) const override { return server_.appendReadiness(fds); }
 
  private:
-  std::shared_ptr<IbDevice> device_;
+  std::vector<std::shared_ptr<IbDevice>> rails_;
   IbQpSettings qp_settings_;
   bool eager_off_;
   OobServer server_;
@@ -104,8 +107,8 @@ class IbConnector : public Connector {
   OobDial dial_;
 };
 
-// Which device and GID the transport's options (MEGASCALE_IB_HCA, MEGASCALE_IB_GID_INDEX, MEGASCALE_IB_ROCE_VERSION,
-// MEGASCALE_IB_ADDR_FAMILY) pick.
+// Which devices and GID the transport's options (MEGASCALE_IB_HCA, MEGASCALE_IB_GID_INDEX, MEGASCALE_IB_ROCE_VERSION,
+// MEGASCALE_IB_ADDR_FAMILY, MEGASCALE_IB_NICS_PER_RANK) pick.
 IbSettings deviceSettings(const TransportOptions& options) {
   IbSettings settings;
   settings.hca = options.ib.hca;
@@ -113,14 +116,32 @@ IbSettings deviceSettings(const TransportOptions& options) {
   settings.roce_version = options.ib.roce_version;
   settings.ipv6 = options.ib.ipv6;
   settings.local_rank = options.ib.local_rank;
-  settings.port_index = options.ib.port_index;
+  settings.local_size = options.ib.local_size;
+  settings.nics_per_rank = options.ib.nics_per_rank;
   return settings;
+}
+
+// The rank's NICs: the ports the options name (the NCCL plugin's device), else the nearest.
+std::vector<std::shared_ptr<IbDevice>> openRails(const TransportOptions& options) {
+  IbSettings settings = deviceSettings(options);
+  const std::vector<int> ports = options.ib.ports.empty() ? IbDevice::nearestPorts(settings) : options.ib.ports;
+  if (ports.size() > static_cast<size_t>(kMaxRails)) {
+    throw Error(ErrorCode::kInvalidArgument, "ibverbs: " + std::to_string(ports.size()) + " NICs for one transport (at most " +
+                                                 std::to_string(kMaxRails) + ")");
+  }
+  std::vector<std::shared_ptr<IbDevice>> rails;
+  for (int port : ports) {
+    settings.port_index = port;
+    rails.push_back(IbDevice::shared(settings));
+  }
+  return rails;
 }
 
 }  // namespace
 
 IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
-  device_ = IbDevice::shared(deviceSettings(options));
+  rails_ = openRails(options);
+  const IbDevice& first = *rails_.front();
   qp_settings_.qps = options.ib.qps_per_connection;
   qp_settings_.traffic_class = options.ib.traffic_class >= 0 ? options.ib.traffic_class
                                : options.traffic_class >= 0  ? options.traffic_class
@@ -130,23 +151,26 @@ IbTransport::IbTransport(const TransportOptions& options) : options_(options) {
   qp_settings_.timeout = static_cast<uint8_t>(options.ib.timeout);
   qp_settings_.retry_cnt = static_cast<uint8_t>(options.ib.retry_cnt);
   properties_.name = "ibverbs";
-  properties_.speed_gbps = device_->speedGbps();
+  for (const auto& rail : rails_) properties_.speed_gbps += rail->speedGbps();
   properties_.latency_us = 2;
   properties_.max_recvs = kMaxRecvs;
   properties_.one_sided_write = true;
-  properties_.dma_buf = device_->api().reg_dmabuf_mr != nullptr;
+  properties_.dma_buf = first.api().reg_dmabuf_mr != nullptr;
   const CudaDriver& cuda = CudaDriver::get();
   if (CudaDriver::builtWithCuda() && properties_.dma_buf && cuda.available() && cuda.dmaBufSupported()) {
     properties_.pointer_kinds |= kDevicePointer;
   }
-  properties_.nic = NicInfo{device_->name(), device_->pciPath(), device_->ipv4(), device_->nodeGuid(), device_->port()};
-  properties_.lanes = std::to_string(qp_settings_.qps) + " queue pair(s) per connection" +
+  properties_.nic = NicInfo{first.name(), first.pciPath(), first.ipv4(), first.nodeGuid(), first.port()};
+  std::string nics;
+  for (const auto& rail : rails_) nics += (nics.empty() ? "" : ", ") + rail->name() + " port " + std::to_string(rail->port());
+  properties_.lanes = std::to_string(qp_settings_.qps * static_cast<int>(rails_.size())) +
+                      " queue pair(s) per connection over " + nics +
                       (options.device_memory_receives ? ", no eager sends" : "");
 }
 
 bool IbTransport::deviceAvailable() {
   try {
-    return IbDevice::shared(deviceSettings(transportOptionsFromConfig())) != nullptr;
+    return !openRails(transportOptionsFromConfig()).empty();
   } catch (const Error&) {
     return false;  // no libibverbs, no device, or a knob that matches none: auto leaves ibverbs out
   }
@@ -157,7 +181,7 @@ int IbTransport::nicCount(const TransportOptions& options) {
 }
 
 std::unique_ptr<Listener> IbTransport::listen() {
-  return std::make_unique<IbListener>(device_, options_, qp_settings_);
+  return std::make_unique<IbListener>(rails_, options_, qp_settings_);
 }
 
 std::unique_ptr<Connector> IbTransport::connect(const Address& address, uint64_t local_id) {
@@ -165,7 +189,7 @@ std::unique_ptr<Connector> IbTransport::connect(const Address& address, uint64_t
   if (text.rfind(kAddressPrefix, 0) != 0) {
     throw Error(ErrorCode::kInvalidArgument, "ibverbs connect: '" + text + "' is not an ibverbs transport address");
   }
-  auto qps = std::make_shared<IbQpSet>(device_, qp_settings_, kSendDepth, kRecvDepth);
+  auto qps = std::make_shared<IbQpSet>(rails_, qp_settings_, kSendDepth, kRecvDepth);
   return std::make_unique<IbConnector>(std::move(qps), options_, parseHostPort(text.substr(sizeof(kAddressPrefix) - 1)),
                                        local_id);
 }
@@ -173,10 +197,11 @@ std::unique_ptr<Connector> IbTransport::connect(const Address& address, uint64_t
 Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr) {
   if (kind == kDevicePointer && !(properties_.pointer_kinds & kDevicePointer)) {
     const CudaDriver& cuda = CudaDriver::get();
+    const IbDevice& first = *rails_.front();
     return Status(ErrorCode::kUnavailable,
-                  "ibverbs: cannot register device memory on " + device_->name() + ": " +
+                  "ibverbs: cannot register device memory on " + first.name() + ": " +
                       (!CudaDriver::builtWithCuda() ? std::string("this build has no CUDA support")
-                       : device_->api().reg_dmabuf_mr == nullptr
+                       : first.api().reg_dmabuf_mr == nullptr
                            ? std::string("libibverbs has no ibv_reg_dmabuf_mr (rdma-core 34 or newer is needed)")
                            : cuda.why()));
   }
@@ -187,43 +212,59 @@ Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, Me
     int fd = -1;
     MSC_RETURN_IF_ERROR(CudaDriver::get().exportDmaBuf(pages, &fd));
     Status s = registerDmaBuf(data, size, fd, pages.offset, mr);
-    close(fd);  // the registration holds its own reference to the buffer
+    close(fd);  // the registrations hold their own references to the buffer
     return s;
   }
   // Whole pages: a later registration of a neighbouring buffer on the same pages shares this one.
-  ibv_mr* made = nullptr;
-  MSC_RETURN_IF_ERROR(device_->registrations().acquire(
-      pages.begin, pages.begin + pages.bytes, false,
-      [this](uintptr_t begin, size_t bytes) {
-        return device_->api().reg_mr(device_->pd(), reinterpret_cast<void*>(begin), bytes, kRegistrationAccess);
-      },
-      &made));
-  mr->handle = made;
-  return Status::ok();
+  return registerOnEveryRail(pages.begin, pages.bytes, false, mr, [](IbDevice& device, uintptr_t begin, size_t bytes) {
+    return device.api().reg_mr(device.pd(), reinterpret_cast<void*>(begin), bytes, kRegistrationAccess);
+  });
 }
 
 Status IbTransport::registerDmaBuf(void* data, size_t size, int fd, uint64_t offset, MemoryRegion* mr) {
-  if (device_->api().reg_dmabuf_mr == nullptr) {
+  if (rails_.front()->api().reg_dmabuf_mr == nullptr) {
     return Status(ErrorCode::kUnavailable, "ibverbs: libibverbs has no ibv_reg_dmabuf_mr (rdma-core 34 or newer)");
   }
   if (size == 0) return Status(ErrorCode::kInvalidArgument, "ibverbs: registering an empty dma-buf range");
-  const auto address = reinterpret_cast<uintptr_t>(data);
-  ibv_mr* made = nullptr;
-  MSC_RETURN_IF_ERROR(device_->registrations().acquire(
-      address, address + size, true,
-      [&](uintptr_t begin, size_t bytes) {
-        return device_->api().reg_dmabuf_mr(device_->pd(), offset, bytes, begin, fd, kRegistrationAccess);
-      },
-      &made));
+  MSC_RETURN_IF_ERROR(registerOnEveryRail(reinterpret_cast<uintptr_t>(data), size, true, mr,
+                                          [&](IbDevice& device, uintptr_t begin, size_t bytes) {
+                                            return device.api().reg_dmabuf_mr(device.pd(), offset, bytes, begin, fd,
+                                                                              kRegistrationAccess);
+                                          }));
   mr->base = data;
   mr->size = size;
   mr->kind = kDevicePointer;
-  mr->handle = made;
   return Status::ok();
 }
 
+Status IbTransport::registerOnEveryRail(uintptr_t begin, size_t bytes, bool device_memory, MemoryRegion* mr,
+                                        const RailRegister& make) {
+  auto registration = std::make_unique<IbRegistration>();
+  for (const auto& rail : rails_) {
+    ibv_mr* made = nullptr;
+    Status s = rail->registrations().acquire(
+        begin, begin + bytes, device_memory,
+        [&](uintptr_t b, size_t n) { return make(*rail, b, n); }, &made);
+    if (!s.isOk()) {
+      releaseOnEveryRail(*registration);
+      return s;
+    }
+    registration->mr[static_cast<size_t>(registration->rails++)] = made;
+  }
+  mr->handle = registration.release();
+  return Status::ok();
+}
+
+void IbTransport::releaseOnEveryRail(const IbRegistration& registration) {
+  for (int r = 0; r < registration.rails; ++r) {
+    rails_[static_cast<size_t>(r)]->registrations().release(registration.mr[static_cast<size_t>(r)]);
+  }
+}
+
 void IbTransport::deregisterMemory(MemoryRegion* mr) {
-  if (mr->handle != nullptr) device_->registrations().release(static_cast<ibv_mr*>(mr->handle));
+  if (mr->handle == nullptr) return;
+  std::unique_ptr<IbRegistration> registration(static_cast<IbRegistration*>(mr->handle));
+  releaseOnEveryRail(*registration);
   mr->handle = nullptr;
 }
 

@@ -2,7 +2,8 @@
 // - A receive sends a clear-to-send (CTS) with a SEND to the sending side: where each posted buffer is
 //   (address, rkey, capacity, tag) and where its sizes go.
 // - A large message waits for its CTS; the sender RDMA-writes its size into that sizes array, then the message
-//   itself, striped over the queue pairs (part q on queue pair q), each part ending with an RDMA WRITE with
+//   itself, striped over the queue pairs (part q on queue pair q, which runs over the sender's NIC q mod its NICs
+//   to the receiver's q mod its NICs, with that NIC's rkey from the CTS), each part ending with an RDMA WRITE with
 //   immediate whose immediate names the receive and the buffer.
 // - A small message (<= kEagerBytes) goes at once as a SEND on queue pair 0 into one of the receiver's bounce
 //   buffers (EagerHeader + payload), unless an earlier message still waits for its CTS (order is kept).
@@ -17,13 +18,21 @@
 
 #include "transport/transport.h"
 
+namespace megascale::transport {
+
+/// The most NICs (ports) one transport stripes a connection over: NCCL merges at most 4 into a virtual device.
+constexpr int kMaxRails = 4;
+
+}  // namespace megascale::transport
+
 namespace megascale::transport::ib_wire {
 
 struct CtsEntry {
   uint64_t addr;
   uint64_t capacity;
-  uint32_t rkey;
+  uint32_t rkey[kMaxRails];  // the buffer's key on each of the receiver's NICs (part q lands through rail q mod rails)
   uint32_t tag;
+  uint32_t reserved;
 };
 
 struct Cts {

@@ -69,7 +69,8 @@ PciDistance pciDistance(const std::string& a_path, int a_numa, const std::string
   return a.size() > 1 && b.size() > 1 && a[1] == b[1] ? PciDistance::kSwitch : PciDistance::kHostBridge;
 }
 
-PortChoice choosePort(const std::vector<PortLocality>& ports, const RankLocality& rank) {
+PortChoice choosePorts(const std::vector<PortLocality>& ports, const RankLocality& rank, size_t count) {
+  count = std::clamp<size_t>(count, 1, ports.size());
   std::vector<size_t> tied;
   std::string basis;
   if (!rank.gpu_pci_path.empty()) {
@@ -98,12 +99,23 @@ PortChoice choosePort(const std::vector<PortLocality>& ports, const RankLocality
     for (size_t i = 0; i < ports.size(); ++i) tied.push_back(i);
     basis = "no nearer port";
   }
-  const size_t spread = rank.local_rank >= 0 ? static_cast<size_t>(rank.local_rank) % tied.size() : 0;
+  const size_t spread = rank.local_rank >= 0 ? static_cast<size_t>(rank.local_rank) * count % tied.size() : 0;
   PortChoice choice;
-  choice.index = tied[spread];
+  for (size_t k = 0; k < tied.size() && choice.indices.size() < count; ++k) {
+    choice.indices.push_back(tied[(spread + k) % tied.size()]);
+  }
+  for (size_t i = 0; i < ports.size() && choice.indices.size() < count; ++i) {
+    if (std::find(tied.begin(), tied.end(), i) == tied.end()) choice.indices.push_back(i);  // then the others
+  }
+  choice.index = choice.indices.front();
   choice.basis = basis + ", " + std::to_string(spread + 1) + " of " + std::to_string(tied.size()) +
                  " equally near by local rank";
+  if (count > 1) choice.basis += ", " + std::to_string(count) + " ports a rank";
   return choice;
+}
+
+PortChoice choosePort(const std::vector<PortLocality>& ports, const RankLocality& rank) {
+  return choosePorts(ports, rank, 1);
 }
 
 int numaNodeOfPciPath(const std::string& pci_path) {

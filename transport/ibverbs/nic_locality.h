@@ -37,13 +37,18 @@ struct RankLocality {
 };
 
 struct PortChoice {
-  size_t index = 0;   // into the candidates
-  std::string basis;  // why, for the INFO log: "nearest the GPU (PIX), 1 of 2 tied"
+  size_t index = 0;             // into the candidates: the first of `indices`
+  std::vector<size_t> indices;  // every port taken, nearest first
+  std::string basis;            // why, for the INFO log: "nearest the GPU (PIX), 1 of 2 tied"
 };
 
 /// The port for this rank among `ports` (not empty): the nearest its GPU; without one, those on its CPUs' NUMA
 /// nodes; ties (and no locality at all) spread by local rank.
 PortChoice choosePort(const std::vector<PortLocality>& ports, const RankLocality& rank);
+
+/// `count` ports for a rank that owns several NICs (at most all of them): the nearest, local ranks taking
+/// consecutive runs of the equally near (rank r the ones from r x count on), then the others in port order.
+PortChoice choosePorts(const std::vector<PortLocality>& ports, const RankLocality& rank, size_t count);
 
 /// The NUMA node sysfs gives a PCI function (its numa_node file); -1 when unknown.
 int numaNodeOfPciPath(const std::string& pci_path);

@@ -8,50 +8,81 @@ namespace megascale::transport {
 TransferRegistration& TransferRegistration::operator=(TransferRegistration&& o) noexcept {
   if (this != &o) {
     reset();
-    device_ = o.device_;
-    mr_ = std::exchange(o.mr_, nullptr);
-    hold_ = o.hold_;
+    held_ = std::exchange(o.held_, {});
+    rails_ = std::exchange(o.rails_, 0);
     device_memory_ = o.device_memory_;
   }
   return *this;
 }
 
-Status TransferRegistration::make(IbDevice& device, void* data, size_t size, const MemoryRegion* given,
-                                  TransferRegistration* out) {
+Status TransferRegistration::make(const std::vector<std::shared_ptr<IbDevice>>& devices, void* data, size_t size,
+                                  const MemoryRegion* given, TransferRegistration* out) {
   out->reset();
-  out->device_ = &device;
+  const int rails = static_cast<int>(devices.size());
   if (given != nullptr && given->handle != nullptr) {
-    out->mr_ = static_cast<ibv_mr*>(given->handle);
-    out->hold_ = Hold::kBorrowed;
+    const auto* registration = static_cast<const IbRegistration*>(given->handle);
+    if (registration->rails != rails) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "ibverbs: a buffer registered on " + std::to_string(registration->rails) +
+                        " NIC(s) used on a connection over " + std::to_string(rails) + " (" + devices[0]->name() +
+                        "...): register it with the transport that made the connection");
+    }
+    for (int r = 0; r < rails; ++r) {
+      out->held_[static_cast<size_t>(r)] = Held{devices[static_cast<size_t>(r)].get(), registration->mr[static_cast<size_t>(r)], Hold::kBorrowed};
+    }
+    out->rails_ = rails;
     out->device_memory_ = given->kind == kDevicePointer;
     return Status::ok();
   }
   out->device_memory_ = false;
+  for (int r = 0; r < rails; ++r) {
+    Status s = holdOn(*devices[static_cast<size_t>(r)], data, size, &out->held_[static_cast<size_t>(r)]);
+    out->rails_ = r + 1;
+    if (!s.isOk()) {
+      out->reset();
+      return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status TransferRegistration::make(IbDevice& device, void* data, size_t size, const MemoryRegion* given,
+                                  TransferRegistration* out) {
+  // Not owned: the caller keeps the device alive while the registration lives.
+  return make({std::shared_ptr<IbDevice>(&device, [](IbDevice*) {})}, data, size, given, out);
+}
+
+Status TransferRegistration::holdOn(IbDevice& device, void* data, size_t size, Held* out) {
+  out->device = &device;
   const auto begin = reinterpret_cast<uintptr_t>(data);
   const size_t bytes = std::max<size_t>(size, 1);
   RegistrationCache& cache = device.registrations();
-  if ((out->mr_ = cache.acquireExisting(begin, begin + bytes, false)) != nullptr) {
-    out->hold_ = Hold::kCounted;
+  if ((out->mr = cache.acquireExisting(begin, begin + bytes, false)) != nullptr) {
+    out->hold = Hold::kCounted;
     return Status::ok();
   }
   std::lock_guard<std::mutex> guard(cache.lock());
-  out->mr_ = device.api().reg_mr(device.pd(), data, bytes, kRegistrationAccess);
-  if (out->mr_ == nullptr) {
+  out->mr = device.api().reg_mr(device.pd(), data, bytes, kRegistrationAccess);
+  if (out->mr == nullptr) {
     return Status(ErrorCode::kSystem, "ibverbs: registering " + std::to_string(size) + " bytes on " + device.name() +
                                           " failed: " + errnoText(errno));
   }
-  out->hold_ = Hold::kOwned;
+  out->hold = Hold::kOwned;
   return Status::ok();
 }
 
 void TransferRegistration::reset() {
-  if (mr_ != nullptr && hold_ == Hold::kOwned) {
-    std::lock_guard<std::mutex> guard(device_->registrations().lock());
-    device_->api().dereg_mr(mr_);
-  } else if (mr_ != nullptr && hold_ == Hold::kCounted) {
-    device_->registrations().release(mr_);
+  for (int r = 0; r < rails_; ++r) {
+    Held& h = held_[static_cast<size_t>(r)];
+    if (h.mr != nullptr && h.hold == Hold::kOwned) {
+      std::lock_guard<std::mutex> guard(h.device->registrations().lock());
+      h.device->api().dereg_mr(h.mr);
+    } else if (h.mr != nullptr && h.hold == Hold::kCounted) {
+      h.device->registrations().release(h.mr);
+    }
+    h = Held{};
   }
-  mr_ = nullptr;
+  rails_ = 0;
 }
 
 }  // namespace megascale::transport

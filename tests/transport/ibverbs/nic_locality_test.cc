@@ -84,6 +84,31 @@ TEST(ChoosePort, WithNoLocalityLocalRanksSpreadOverEveryPort) {
   EXPECT_EQ(choosePort(ports, rank).index, 2u);
 }
 
+TEST(ChoosePorts, RanksOwningSeveralNicsTakeConsecutiveRunsOfTheEquallyNear) {
+  // Four ports on no known locality, two ranks with two NICs each: rank 0 takes ports 0 and 1, rank 1 ports 2, 3.
+  const std::vector<PortLocality> ports(4, PortLocality{"", -1});
+  RankLocality rank;
+  rank.local_rank = 0;
+  EXPECT_EQ(choosePorts(ports, rank, 2).indices, (std::vector<size_t>{0, 1}));
+  rank.local_rank = 1;
+  const PortChoice second = choosePorts(ports, rank, 2);
+  EXPECT_EQ(second.indices, (std::vector<size_t>{2, 3}));
+  EXPECT_EQ(second.index, 2u);
+  EXPECT_NE(second.basis.find("2 ports a rank"), std::string::npos) << second.basis;
+  EXPECT_EQ(choosePorts(ports, rank, 9).indices.size(), 4u) << "never more than the host has";
+  EXPECT_EQ(choosePorts(ports, rank, 0).indices.size(), 1u) << "at least one";
+}
+
+TEST(ChoosePorts, TheNearestFirstThenTheOthers) {
+  // The GPU shares a switch with NIC A alone: a rank owning two NICs takes A, then the next in port order.
+  const std::vector<PortLocality> ports = {{kNicD, 1}, {kNicC, 0}, {kNicB, 0}, {kNicA, 0}};
+  RankLocality rank;
+  rank.gpu_pci_path = kGpuA;
+  rank.gpu_numa_node = 0;
+  rank.local_rank = 0;
+  EXPECT_EQ(choosePorts(ports, rank, 2).indices, (std::vector<size_t>{3, 0}));
+}
+
 TEST(NicLocality, ReadsThisMachinesSysfs) {
   const std::vector<int> nodes = allowedNumaNodes();
   for (int node : nodes) EXPECT_GE(node, 0);
