@@ -28,8 +28,8 @@ Result fillProperties(int dev, Props* props) {
   props->net_device_version = 0;
   if constexpr (requires { props->vprops; }) {
     props->force_flush = 0;
-    props->vprops.ndevs = 1;
-    props->vprops.devs[0] = dev;
+    props->vprops.ndevs = d.ndevs;
+    for (int i = 0; i < d.ndevs; ++i) props->vprops.devs[i] = d.devs[i];
     props->max_p2p_bytes = d.max_p2p_bytes;
     props->max_coll_bytes = d.max_coll_bytes;
   }
@@ -72,6 +72,5 @@ inline Result testIntSizes(void* request, int* done, int* sizes) { return test(r
 // No device-side handles: we are a host plugin (the proxy thread drives every transfer).
 inline Result noDeviceMr(void*, void*, void**) { return nccl_abi::kInternalError; }
 inline Result receiveConsumed(void*, int, void*) { return nccl_abi::kSuccess; }
-inline Result noVirtualDevices(int*, nccl_abi::VirtualDeviceProps*) { return nccl_abi::kInternalError; }
 
 }  // namespace megascale::nccl_plugin

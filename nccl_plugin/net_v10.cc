@@ -25,5 +25,5 @@ extern "C" __attribute__((visibility("default"))) const megascale::nccl_abi::Net
     listenNoContext,    connectV10,   acceptHost, registerMemory,
     registerDmaBuf,   deregisterMemory, isendProfiled, irecvProfiled,
     iflush,       testIntSizes, closeSend,  closeRecv,
-    closeListen,  noDeviceMr,   receiveConsumed, noVirtualDevices,
+    closeListen,  noDeviceMr,   receiveConsumed, makeVirtualDevice,
 };

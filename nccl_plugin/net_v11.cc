@@ -29,6 +29,6 @@ extern "C" __attribute__((visibility("default"))) const megascale::nccl_abi::Net
     listenV11,    connectV11,   acceptHost, registerMemory,
     registerDmaBuf,   deregisterMemory, isendProfiled, irecvProfiled,
     iflush,       testIntSizes, closeSend,  closeRecv,
-    closeListen,  noDeviceMr,   receiveConsumed, noVirtualDevices,
+    closeListen,  noDeviceMr,   receiveConsumed, makeVirtualDevice,
     finalizeContext, setNetAttrV11,
 };

@@ -8,5 +8,5 @@ extern "C" __attribute__((visibility("default"))) const megascale::nccl_abi::Net
     listenNoContext, connectNoContext, acceptHost, registerMemory,
     registerDmaBuf,   deregisterMemory, isend,  irecvWide,
     iflush,       testIntSizes, closeSend,  closeRecv,
-    closeListen,  noDeviceMr,   receiveConsumed, noVirtualDevices,
+    closeListen,  noDeviceMr,   receiveConsumed, makeVirtualDevice,
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -100,10 +101,14 @@ struct State {
   std::string transport_name;           // MEGASCALE_TRANSPORT's network transport, resolved at init
   transport::TransportOptions options;  // the transport knobs, read and checked at init
   std::vector<topology::NetInterface> interfaces;
-  std::vector<std::string> names, pci_paths;  // storage for the char* in properties
-  std::vector<int> ports;                       // each device's port on its NIC (0: none)
+  std::deque<std::string> names, pci_paths;  // storage for the char* in properties (stable as devices are added)
+  std::vector<int> ports;                      // each device's port on its NIC (0: none)
+  // Each device's NICs by physical device number: {dev} for the host's own, several for a virtual device
+  // (makeVirtualDevice), which follow the physical ones.
+  std::vector<std::vector<int>> members;
+  size_t physical = 0;
   int ptr_support = nccl_abi::kPtrHost;
-  // The transport drives NICs of its own, one per device (ibverbs: an active port each, by ib.port_index);
+  // The transport drives NICs of its own, one per device (ibverbs: an active port each, by ib.ports);
   // else every device is an interface the host's routes reach.
   bool device_per_nic = false;
   // Register memory for the comms (made at init): registrations belong to the device, not to a comm (ibverbs:
@@ -165,7 +170,7 @@ transport::TransportOptions optionsFor(const Context* context, int dev, const st
   o.secret = secret;
   o.bind_address = state().interfaces[static_cast<size_t>(dev)].ipv4;
   o.traffic_class = context != nullptr ? context->traffic_class : nccl_abi::kTrafficClassUndefined;
-  if (state().device_per_nic) o.ib.ports = {dev};
+  if (state().device_per_nic) o.ib.ports = state().members[static_cast<size_t>(dev)];
   return o;
 }
 
@@ -236,6 +241,7 @@ Result init(nccl_abi::Logger logger) {
     s.names.clear();
     s.pci_paths.clear();
     s.ports.clear();
+    s.members.clear();
     s.transport_name = transport::networkTransport(config::getString("MEGASCALE_TRANSPORT"));
     s.options = transport::transportOptionsFromConfig();  // bad knobs fail init, not the first connection
     // The transport once per device, now: a missing device (ibverbs without an active RDMA port) fails init,
@@ -249,6 +255,7 @@ Result init(nccl_abi::Logger logger) {
       if (s.device_per_nic && nics > 0) o.ib.ports = {dev};
       s.registrars.push_back(transport::createTransport(s.transport_name, o));
     }
+    s.device_per_nic = s.device_per_nic && nics > 0;
     const transport::Properties& props = s.registrars.front()->properties();
     s.ptr_support = nccl_abi::kPtrHost;
     if (props.pointer_kinds & transport::kDevicePointer) {
@@ -274,12 +281,72 @@ Result init(nccl_abi::Logger logger) {
       s.names.push_back(nic.name);
       s.pci_paths.push_back(nic.pci_path);
       s.ports.push_back(s.device_per_nic ? s.registrars[dev]->properties().nic.port : 0);
+      s.members.push_back({static_cast<int>(dev)});
       log(kLogInfo, "device %zu: %s%s %s, %d Mb/s, NUMA node %d%s%s (%s)", dev, nic.name.c_str(),
           s.ports.back() > 0 ? (":" + std::to_string(s.ports.back())).c_str() : "", nic.ipv4.c_str(), nic.speed_mbps,
           nic.numa_node, nic.pci_path.empty() ? "" : ", ", nic.pci_path.c_str(),
           nic.locality_source.empty() ? "virtual" : nic.locality_source.c_str());
     }
+    s.physical = s.interfaces.size();
     s.initialized = true;
+    return nccl_abi::kSuccess;
+  });
+}
+
+Result makeVirtualDevice(int* d, nccl_abi::VirtualDeviceProps* props) {
+  return guarded("makeVDevice", [&]() -> Result {
+    if (d == nullptr || props == nullptr) return misuse("makeVDevice: %s", "null device or properties");
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (!s.initialized) return misuse("makeVDevice: %s", "called before init");
+    std::string list;
+    for (int i = 0; i < std::clamp(props->ndevs, 0, nccl_abi::kMaxDevsPerNic); ++i) {
+      list += (list.empty() ? "" : ",") + std::to_string(props->devs[i]);
+    }
+    if (!s.device_per_nic) {
+      log(kLogWarn, "makeVDevice {%s}: transport %s has no NICs of its own to merge (MEGASCALE_TRANSPORT=ibverbs has)",
+          list.c_str(), s.transport_name.c_str());
+      return nccl_abi::kInvalidUsage;
+    }
+    std::vector<int> members;
+    bool valid = props->ndevs >= 1 && props->ndevs <= nccl_abi::kMaxDevsPerNic;
+    for (int i = 0; valid && i < props->ndevs; ++i) {
+      const int dev = props->devs[i];
+      valid = dev >= 0 && static_cast<size_t>(dev) < s.physical &&
+              std::find(members.begin(), members.end(), dev) == members.end();
+      members.push_back(dev);
+    }
+    if (!valid) {
+      log(kLogWarn, "makeVDevice {%s}: 1 to %d distinct physical devices (0..%zu) merge into a virtual one",
+          list.c_str(), nccl_abi::kMaxDevsPerNic, s.physical - 1);
+      return nccl_abi::kInvalidArgument;
+    }
+    // The same set again is the device made before; one device is itself.
+    for (size_t dev = 0; dev < s.members.size(); ++dev) {
+      if (s.members[dev] == members) {
+        *d = static_cast<int>(dev);
+        return nccl_abi::kSuccess;
+      }
+    }
+    transport::TransportOptions o = s.options;
+    o.ib.ports = members;
+    s.registrars.push_back(transport::createTransport(s.transport_name, o));
+    topology::NetInterface merged = s.interfaces[static_cast<size_t>(members[0])];
+    std::string name;
+    merged.speed_mbps = 0;
+    for (int dev : members) {
+      const topology::NetInterface& nic = s.interfaces[static_cast<size_t>(dev)];
+      name += (name.empty() ? "" : "+") + nic.name;
+      merged.speed_mbps += nic.speed_mbps;
+    }
+    merged.name = name;
+    s.interfaces.push_back(merged);
+    s.names.push_back(name);
+    s.pci_paths.push_back(s.pci_paths[static_cast<size_t>(members[0])]);
+    s.ports.push_back(s.ports[static_cast<size_t>(members[0])]);
+    s.members.push_back(members);
+    *d = static_cast<int>(s.interfaces.size() - 1);
+    log(kLogInfo, "device %d: virtual, %s (devices %s), %d Mb/s", *d, name.c_str(), list.c_str(), merged.speed_mbps);
     return nccl_abi::kSuccess;
   });
 }
@@ -305,6 +372,8 @@ Result properties(int dev, DeviceProperties* out) {
     out->guid = s.interfaces[i].guid != 0 ? s.interfaces[i].guid : static_cast<uint64_t>(dev);
     out->port = s.ports[i];
     out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
+    out->ndevs = s.device_per_nic ? static_cast<int>(s.members[i].size()) : 1;
+    for (int k = 0; k < out->ndevs; ++k) out->devs[k] = s.device_per_nic ? s.members[i][static_cast<size_t>(k)] : dev;
     out->max_recvs = transport::kMaxRecvs;
     out->ptr_support = s.ptr_support;
     out->max_p2p_bytes = size_t{1} << 40;

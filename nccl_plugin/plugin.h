@@ -23,6 +23,8 @@ struct DeviceProperties {
   int max_recvs;
   size_t max_p2p_bytes;
   size_t max_coll_bytes;
+  int ndevs;  // the physical devices it merges: 1 (itself) unless made by makeVirtualDevice
+  int devs[nccl_abi::kMaxDevsPerNic];
 };
 
 /// v11's per-communicator context (older versions pass none: traffic class undefined).
@@ -36,6 +38,10 @@ struct Context {
 Result init(nccl_abi::Logger logger);
 Result devices(int* count);
 Result properties(int dev, DeviceProperties* out);
+/// v9+ makeVDevice: a device striping over 1 to 4 of the physical ones (its connections' queue pairs spread over
+/// their NICs), numbered after every device so far; the same set again gives the same device. Only where the
+/// transport drives NICs of its own (ibverbs).
+Result makeVirtualDevice(int* d, nccl_abi::VirtualDeviceProps* props);
 
 Result listen(const Context* context, int dev, void* handle, void** listen_comm);
 /// Non-blocking: *send_comm stays null until connected; call again with the same handle.

@@ -34,8 +34,17 @@ void common(PluginApi& api, const Net* net) {
     Props p{};
     Result r = net->getProperties(dev, &p);
     *out = NetProperties{p.name, p.pci_path, p.guid, p.ptr_support, p.speed, p.max_recvs, p.port};
+    if constexpr (requires { p.vprops; }) {
+      out->vprops = p.vprops;
+    } else {
+      out->vprops = nccl_abi::VirtualDeviceProps{1, {dev}};
+    }
     return r;
   };
+  if constexpr (requires { net->makeVDevice; }) {
+    // NCCL may leave it null (no NIC fusion); so may a plugin.
+    if (net->makeVDevice != nullptr) api.makeVDevice = net->makeVDevice;
+  }
   api.accept = [net](void* l, void** r) { return net->accept(l, r, nullptr); };
   api.regMr = net->regMr;
   api.regMrDmaBuf = net->regMrDmaBuf;

@@ -24,6 +24,7 @@ struct NetProperties {
   int speed_mbps = 0;
   int max_recvs = 0;
   int port = 0;
+  nccl_abi::VirtualDeviceProps vprops{1, {0}};  // v9+: the physical devices a virtual one merges
 };
 
 struct LoaderOptions {
@@ -50,6 +51,7 @@ struct PluginApi {
   std::function<Result(void*, int, void**, int*, void**, void**)> iflush;
   std::function<Result(void*, int*, int*)> test;
   std::function<Result(void*)> closeSend, closeRecv, closeListen;
+  std::function<Result(int*, nccl_abi::VirtualDeviceProps*)> makeVDevice;  // v9+; empty where the plugin has none
 };
 
 /// Every version found in the library at `path`, oldest first. Throws std::runtime_error naming dlerror() when

@@ -74,8 +74,15 @@ struct EmuQp;
 
 /// An open device: its objects, and the thread that plays the NIC (every packet in and out, every timer).
 /// `lock` guards the objects; the NIC thread holds it while it works, verbs calls while they change them.
+/// What a context's NIC did, for EMU_ROCE_STATS=1 (printed when the device is closed): a slow run says why, and
+/// a run over several devices shows each one's share.
+struct NicStats {
+  std::atomic<uint64_t> packets_out{0}, packets_in{0}, timeouts{0}, rnr_naks_sent{0}, sequence_naks_sent{0};
+};
+
 struct EmuContext {
   ibv_context context;  // first
+  NicStats stats;
   EmuDevice* device;
   std::mutex lock;
   uint32_t next_key = 0x100;                        // handles; an MR's lkey is its handle, its rkey handle | 2^31

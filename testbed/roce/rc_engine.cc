@@ -43,12 +43,6 @@ Clock::duration rnrDelay(uint8_t code) {
   return std::chrono::microseconds(us[code & 31]);
 }
 
-// What the NIC did, for EMU_ROCE_STATS=1 (printed when the device is closed): a slow run says why.
-struct NicStats {
-  std::atomic<uint64_t> packets_out{0}, packets_in{0}, timeouts{0}, rnr_naks_sent{0}, sequence_naks_sent{0};
-};
-NicStats g_stats;
-
 bool statsWanted() {
   static const bool wanted = [] {
     const char* v = std::getenv("EMU_ROCE_STATS");
@@ -60,11 +54,11 @@ bool statsWanted() {
 void printStats(EmuContext* c) {
   std::fprintf(stderr, "emulated RoCE %s (pid %d): %llu packets out, %llu in, %llu ack timeouts, %llu RNR NAKs "
                "and %llu sequence NAKs sent\n", c->device->device.name, static_cast<int>(getpid()),
-               static_cast<unsigned long long>(g_stats.packets_out.load()),
-               static_cast<unsigned long long>(g_stats.packets_in.load()),
-               static_cast<unsigned long long>(g_stats.timeouts.load()),
-               static_cast<unsigned long long>(g_stats.rnr_naks_sent.load()),
-               static_cast<unsigned long long>(g_stats.sequence_naks_sent.load()));
+               static_cast<unsigned long long>(c->stats.packets_out.load()),
+               static_cast<unsigned long long>(c->stats.packets_in.load()),
+               static_cast<unsigned long long>(c->stats.timeouts.load()),
+               static_cast<unsigned long long>(c->stats.rnr_naks_sent.load()),
+               static_cast<unsigned long long>(c->stats.sequence_naks_sent.load()));
 }
 
 EmuMr* findMr(EmuContext* c, uint32_t key, bool remote) {
@@ -123,7 +117,7 @@ void sendDatagram(EmuQp* q, const Header& h, const uint8_t* payload, size_t size
   // A full socket buffer, a link that is down, an ICMP error from an earlier datagram: the packet is lost, and
   // the requester's timer (or the peer's) brings it back, as on a lossy wire.
   (void)sendmsg(q->label_fd >= 0 ? q->label_fd : q->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  g_stats.packets_out.fetch_add(1, std::memory_order_relaxed);
+  emu(q->qp.context)->stats.packets_out.fetch_add(1, std::memory_order_relaxed);
 }
 
 void sendAck(EmuQp* q, Syndrome syndrome, uint32_t psn, uint8_t rnr_timer = 0) {
@@ -334,7 +328,7 @@ bool acceptRequest(EmuContext* c, EmuQp* q, const Header& h, const uint8_t* data
   if (send || (last && (h.flags & kImmediate))) {
     if (q->recv_queue.empty()) {
       sendAck(q, kRnrNak, h.psn, q->attr.min_rnr_timer);
-      g_stats.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
+      c->stats.rnr_naks_sent.fetch_add(1, std::memory_order_relaxed);
       if (first) q->in_message = false;
       return false;
     }
@@ -392,7 +386,7 @@ void onRequest(EmuContext* c, EmuQp* q, const Header& h, const uint8_t* data, si
   if (d > 0) {  // a gap: ask for the missing PSN once
     if (!q->nak_sent) {
       sendAck(q, kSequenceNak, q->epsn);
-      g_stats.sequence_naks_sent.fetch_add(1, std::memory_order_relaxed);
+      c->stats.sequence_naks_sent.fetch_add(1, std::memory_order_relaxed);
     }
     q->nak_sent = true;
     return;
@@ -417,7 +411,7 @@ void receive(EmuContext* c, EmuQp* q) {
     if (n < 0) return;  // EAGAIN: nothing more
     // Not ours: too short, or from another host than the peer's (its source port is its flow label's).
     if (static_cast<size_t>(n) < sizeof(Header) || from.sin_addr.s_addr != q->peer.sin_addr.s_addr) continue;
-    g_stats.packets_in.fetch_add(1, std::memory_order_relaxed);
+    c->stats.packets_in.fetch_add(1, std::memory_order_relaxed);
     Header h;
     std::memcpy(&h, buffer, sizeof(h));
     if (h.dest_qpn != q->qp.qp_num) continue;
@@ -446,7 +440,7 @@ void expire(EmuQp* q, Clock::time_point now) {
     q->deadline = {};
     return;
   }
-  g_stats.timeouts.fetch_add(1, std::memory_order_relaxed);
+  emu(q->qp.context)->stats.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (++q->retries > q->attr.retry_cnt) return failRequester(q, IBV_WC_RETRY_EXC_ERR);
   q->tx_psn = q->una_psn;
   q->deadline = now + ackTimeout(q->attr.timeout);

@@ -1,10 +1,14 @@
-// nccl_plugin_devices_probe PLUGIN: loads the plugin's newest version as NCCL does, prints every device it
-// reports ("dev D: NAME port P guid G pci PATH"), then on each device connects to itself, registers a buffer on
-// the comms and moves 1 MiB both registered and not, checking every byte ("dev D: moved"). Exits non-zero on
-// any failure, naming the device and the call.
+// nccl_plugin_devices_probe PLUGIN [MERGE]: loads the plugin's newest version as NCCL does, prints every device
+// it reports ("dev D: NAME port P guid G pci PATH speed S merges A,B"), then on each device connects to itself,
+// registers a buffer on the comms and moves 1 MiB both registered and not, checking every byte ("dev D:
+// moved"). MERGE ("0,2"): makes a virtual device of those (makeVDevice, as NCCL does to fuse NICs), prints the
+// devices again and moves on that device alone. Exits non-zero on any failure, naming the device and the call.
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <exception>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "nccl_plugin/plugin_driver.h"
@@ -60,28 +64,58 @@ bool moveOnDevice(const PluginApi& api, int dev) {
 
 }  // namespace
 
+// Prints every device the plugin reports; false if a call fails.
+bool listDevices(const PluginApi& api) {
+  int count = -1;
+  if (api.devices(&count) != kSuccess) return false;
+  std::printf("%s: %d devices\n", api.version.c_str(), count);
+  for (int dev = 0; dev < count; ++dev) {
+    NetProperties p;
+    if (api.properties(dev, &p) != kSuccess) return false;
+    std::string merges;
+    for (int i = 0; i < p.vprops.ndevs; ++i) merges += (i > 0 ? "," : "") + std::to_string(p.vprops.devs[i]);
+    std::printf("dev %d: %s port %d guid %llx pci %s speed %d merges %s\n", dev, p.name, p.port,
+                static_cast<unsigned long long>(p.guid), p.pci_path != nullptr ? p.pci_path : "-", p.speed_mbps,
+                merges.c_str());
+  }
+  return true;
+}
+
+// A virtual device of the comma-separated devices in `list`; -1 when the plugin refuses.
+int makeVirtualDevice(const PluginApi& api, const std::string& list) {
+  megascale::nccl_abi::VirtualDeviceProps props{};
+  std::stringstream in(list);
+  for (std::string dev; std::getline(in, dev, ',') && props.ndevs < megascale::nccl_abi::kMaxDevsPerNic;) {
+    props.devs[props.ndevs++] = std::atoi(dev.c_str());
+  }
+  int d = -1;
+  if (!api.makeVDevice || api.makeVDevice(&d, &props) != kSuccess) return -1;
+  std::printf("made virtual device %d of %s\n", d, list.c_str());
+  return d;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s PLUGIN.so\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s PLUGIN.so [DEVICES_TO_MERGE]\n", argv[0]);
     return 2;
   }
   try {
     const std::vector<PluginApi> apis = loadPlugin(argv[1]);
     const PluginApi& api = apis.back();
-    int count = -1;
-    if (api.init() != kSuccess || api.devices(&count) != kSuccess) {
+    if (api.init() != kSuccess || !listDevices(api)) {
       std::printf("init failed\n");
       return 1;
     }
-    std::printf("%s: %d devices\n", api.version.c_str(), count);
     bool ok = true;
-    for (int dev = 0; dev < count; ++dev) {
-      NetProperties p;
-      if (api.properties(dev, &p) != kSuccess) return 1;
-      std::printf("dev %d: %s port %d guid %llx pci %s\n", dev, p.name, p.port, static_cast<unsigned long long>(p.guid),
-                  p.pci_path != nullptr ? p.pci_path : "-");
+    if (argc == 3) {
+      const int merged = makeVirtualDevice(api, argv[2]);
+      ok = merged >= 0 && listDevices(api) && moveOnDevice(api, merged);
+      if (merged < 0) std::printf("makeVDevice of %s failed\n", argv[2]);
+    } else {
+      int count = 0;
+      api.devices(&count);
+      for (int dev = 0; dev < count; ++dev) ok = moveOnDevice(api, dev) && ok;
     }
-    for (int dev = 0; dev < count; ++dev) ok = moveOnDevice(api, dev) && ok;
     api.finalize();
     return ok ? 0 : 1;
   } catch (const std::exception& e) {

@@ -41,6 +41,8 @@ TEST_P(PluginHarness, NameAndPropertiesDescribeAHostDevice) {
     EXPECT_GT(p.speed_mbps, 0);
     EXPECT_EQ(p.max_recvs, 8);
     EXPECT_EQ(p.ptr_support, kPtrHost);
+    EXPECT_EQ(p.vprops.ndevs, 1) << "a physical device merges only itself";
+    EXPECT_EQ(p.vprops.devs[0], dev);
     for (int other = 0; other < dev; ++other) {  // NCCL tells NICs apart by guid, a NIC's ports by port
       NetProperties q;
       ASSERT_EQ(api_.properties(other, &q), kSuccess);
@@ -56,6 +58,30 @@ TEST_P(PluginHarness, NameAndPropertiesDescribeAHostDevice) {
 bool transportTakesDmaBuf() {
   const char* t = std::getenv("MEGASCALE_TRANSPORT");
   return t != nullptr && (std::string(t) == "ib" || std::string(t) == "ibverbs");
+}
+
+// NCCL fuses NICs with makeVDevice (v9+): the transport's own NICs merge (nccl_plugin.rails moves data over a
+// fused device); a socket transport's interfaces do not; malformed sets are refused, never a crash.
+TEST_P(PluginHarness, VirtualDevicesMergeDistinctPhysicalNicsOfATransportThatDrivesThem) {
+  if (!api_.makeVDevice) GTEST_SKIP() << api_.version << " has no makeVDevice";
+  int count = 0, d = -1;
+  ASSERT_EQ(api_.devices(&count), kSuccess);
+  VirtualDeviceProps props{1, {0}};
+  EXPECT_EQ(api_.makeVDevice(nullptr, &props), kInternalError);
+  EXPECT_EQ(api_.makeVDevice(&d, nullptr), kInternalError);
+  if (!transportTakesDmaBuf()) {  // tcp: interfaces the host's routes choose between, no NICs of its own
+    EXPECT_EQ(api_.makeVDevice(&d, &props), kInvalidUsage);
+    return;
+  }
+  EXPECT_EQ(api_.makeVDevice(&d, &props), kSuccess);
+  EXPECT_EQ(d, 0) << "one device merged is itself";
+  for (VirtualDeviceProps bad : {VirtualDeviceProps{0, {0}}, VirtualDeviceProps{5, {0}}, VirtualDeviceProps{2, {0, 0}},
+                                 VirtualDeviceProps{1, {count}}, VirtualDeviceProps{1, {-1}}}) {
+    EXPECT_EQ(api_.makeVDevice(&d, &bad), kInvalidArgument) << bad.ndevs << " devices from " << bad.devs[0];
+  }
+  int after = 0;
+  ASSERT_EQ(api_.devices(&after), kSuccess);
+  EXPECT_EQ(after, count) << "a refused merge adds no device";
 }
 
 // NCCL hands GPU buffers as dma-buf descriptors (regMrDmaBuf) and flushes each receive into them (iflush). A memfd
