@@ -82,7 +82,11 @@ class TransportLayer : public P2pLayer {
           "register memory");
     return region;
   }
-  void deregisterMemory(bool, void* region) override { delete static_cast<transport::MemoryRegion*>(region); }
+  void deregisterMemory(bool send_side, void* region) override {
+    auto* r = static_cast<transport::MemoryRegion*>(region);
+    (send_side ? connect_transport_ : listen_transport_)->deregisterMemory(r);
+    delete r;
+  }
   void* isend(const void* data, size_t size, void* region) override {
     transport::Request* r = nullptr;
     check(send_->isend(data, size, 0, static_cast<transport::MemoryRegion*>(region), &r), "isend");

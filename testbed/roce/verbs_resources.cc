@@ -258,15 +258,11 @@ std::vector<int> bindQueuePairSockets(const EmuDevice& d) {
 // A socket that only sends, from `sport`: queue pairs with the same label share the port (SO_REUSEPORT), as
 // they share it on a real NIC. Nothing is sent to it.
 int labelSocket(in_addr ipv4, uint16_t sport) {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int fd = queuePairSocket();
   if (fd < 0) return -1;
   const int on = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
   setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
-  const int buffer_bytes = 8 << 20;
-  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0) {
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
-  }
   sockaddr_in local{};
   local.sin_family = AF_INET;
   local.sin_addr = ipv4;
