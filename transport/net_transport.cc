@@ -12,6 +12,7 @@ TransportOptions transportOptionsFromConfig() {
   o.tcp.dead_peer_timeout_ms = o.handshake_timeout_ms;  // a cut link or dead host fails transfers, never hangs them
   o.shm = shmOptionsFromConfig();
   o.ib = ibOptionsFromConfig();
+  o.udp = udpOptionsFromConfig();
   return o;
 }
 

@@ -2,6 +2,7 @@
 
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
+#include "transport/udp/udp_transport.h"
 #ifdef MEGASCALE_WITH_IBVERBS
 #include "transport/ibverbs/ib_transport.h"
 #endif
@@ -60,6 +61,7 @@ const std::vector<TransportInfo>& transportRegistry() {
       {"ucx", false, false, "it needs libucx-dev at build time", nullptr},
 #endif
       {"tcp", false, false, nullptr, make<TcpTransport>, always},
+      {"udp", false, false, nullptr, make<UdpTransport>},
   };
   return rows;
 }

@@ -1,7 +1,7 @@
 // The transport interface. It mirrors NCCL's net plugin semantics so nccl_plugin/ stays a thin adapter:
 // a listener gives an opaque address blob; connect/accept are non-blocking and give one-way comms;
 // isend/irecv are tagged and non-blocking; test() drives progress and reports completion and size.
-// ibverbs, UCX and a UDP/DPDK transport implement the same classes; callers choose by Properties.
+// tcp, shm, ibverbs, UCX and udp implement the same classes; callers choose by Properties.
 #pragma once
 
 #include <poll.h>
@@ -17,6 +17,7 @@
 #include "transport/ibverbs/ib_options.h"
 #include "transport/shm/shm_options.h"
 #include "transport/tcp/tcp_options.h"
+#include "transport/udp/udp_options.h"
 
 namespace megascale::transport {
 
@@ -190,6 +191,7 @@ struct TransportOptions {
   TcpOptions tcp;
   ShmOptions shm;
   IbOptions ib;
+  UdpOptions udp;
 };
 
 /// Whether a transport with these properties can be handed device memory by the NCCL plugin's caller: the

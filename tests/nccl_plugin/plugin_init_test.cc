@@ -59,7 +59,7 @@ TEST(PluginInit, TakesTheNetworkTransportOfTheOneKnob) {
       << verbs.output;
   Probe unknown = runProbe("MEGASCALE_TRANSPORT=carrier-pigeon");
   EXPECT_NE(unknown.output.find("v11 init=4"), std::string::npos) << unknown.output;
-  EXPECT_NE(unknown.output.find("expected auto or one of shm, ibverbs, ucx, tcp"), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find("expected auto or one of shm, ibverbs, ucx, tcp, udp"), std::string::npos) << unknown.output;
   Probe shm = runProbe("MEGASCALE_TRANSPORT=shm");  // a same-host transport cannot serve NCCL's network
   EXPECT_NE(shm.output.find("v11 init=4"), std::string::npos) << shm.output;
   EXPECT_NE(shm.output.find("reaches only this host"), std::string::npos) << shm.output;

@@ -25,7 +25,7 @@ ErrorCode codeOf(const std::function<void()>& call, std::string* message) {
 TEST(TransportRegistry, ListsEveryTransportBestFirstWithWhatItReaches) {
   Names names;
   for (const TransportInfo& t : transportRegistry()) names.emplace_back(t.name);
-  EXPECT_EQ(names, (Names{"shm", "ibverbs", "ucx", "tcp"}));
+  EXPECT_EQ(names, (Names{"shm", "ibverbs", "ucx", "tcp", "udp"}));
   ASSERT_NE(findTransport("shm"), nullptr);
   EXPECT_TRUE(findTransport("shm")->same_host_only);
   EXPECT_FALSE(findTransport("tcp")->same_host_only);
@@ -57,7 +57,7 @@ TEST(TransportRegistry, ACommunicatorListensOnEveryBuiltTransportUnderAuto) {
     EXPECT_NE(message.find("built: shm"), std::string::npos) << message;
   }
   EXPECT_EQ(codeOf([] { communicatorTransports("smoke-signals", false); }, &message), ErrorCode::kInvalidArgument);
-  EXPECT_NE(message.find("expected auto or one of shm, ibverbs, ucx, tcp"), std::string::npos) << message;
+  EXPECT_NE(message.find("expected auto or one of shm, ibverbs, ucx, tcp, udp"), std::string::npos) << message;
 }
 
 // UCX is taken only when named: under auto every communicator would pay for a UCX context.

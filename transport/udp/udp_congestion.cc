@@ -1,0 +1,40 @@
+#include "transport/udp/udp_congestion.h"
+
+#include <algorithm>
+
+#include "common/status.h"
+#include "congestion/dcqcn.h"
+#include "congestion/hybrid.h"
+#include "congestion/line_rate.h"
+#include "congestion/swift.h"
+
+namespace megascale::transport {
+
+Picoseconds udpDefaultTarget(double line_bps, size_t packet_bytes) {
+  return std::max<Picoseconds>(400 * kMicrosecond, 4 * serializationTime(packet_bytes, line_bps));
+}
+
+std::unique_ptr<congestion::SenderControl> makeUdpControl(const UdpControlSetup& s) {
+  congestion::SwiftParams swift;
+  swift.line_rate_bps = s.line_bps;
+  swift.base_target = s.target > 0 ? s.target : udpDefaultTarget(s.line_bps, s.packet_bytes);
+  swift.hops = 0;  // the target is the whole path's: no per-hop scaling
+  swift.per_hop = 0;
+  swift.flow_scaling_range = swift.base_target;
+  swift.max_cwnd = std::max(2.0, static_cast<double>(s.window_bytes) / static_cast<double>(s.packet_bytes));
+  swift.flow_scaling_max_cwnd = swift.max_cwnd;
+  swift.initial_cwnd = std::min(swift.max_cwnd, 64.0);
+  if (s.law == "swift") return std::make_unique<congestion::Swift>(swift);
+  if (s.law == "hybrid") {
+    congestion::HybridParams hybrid;
+    hybrid.swift = swift;
+    return std::make_unique<congestion::Hybrid>(hybrid);
+  }
+  if (s.law == "dcqcn") {
+    return std::make_unique<congestion::Dcqcn>(congestion::DcqcnParams::firmware(s.line_bps));
+  }
+  if (s.law == "none") return std::make_unique<congestion::LineRate>(s.line_bps);
+  throw Error(ErrorCode::kInvalidArgument, "udp: unknown congestion control '" + s.law + "'");
+}
+
+}  // namespace megascale::transport

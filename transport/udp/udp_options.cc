@@ -1,0 +1,54 @@
+#include "transport/udp/udp_options.h"
+
+#include "common/status.h"
+#include "transport/knob_values.h"
+
+namespace megascale::transport {
+
+namespace {
+
+const config::KnobRegistration kUdpKnobs{
+    {"MEGASCALE_UDP_FLOWS", config::Type::kInt, "4", "flows", "transport",
+     "udp: flows (UDP source ports) per connection, 1..64; packets are sprayed over every flow that delivers"},
+    {"MEGASCALE_UDP_CC", config::Type::kString, "swift", "", "transport",
+     "udp: congestion control, swift (delay), dcqcn (ECN, rate), hybrid (delay and ECN, MegaScale's) or none"},
+    {"MEGASCALE_UDP_PAYLOAD", config::Type::kInt, "0", "bytes", "transport",
+     "udp: message bytes per packet, 256..65000; 0: what the interface's MTU carries unfragmented"},
+    {"MEGASCALE_UDP_WINDOW", config::Type::kInt, "33554432", "bytes", "transport",
+     "udp: bytes a connection keeps in flight plus those its receiver holds for receives not yet posted"},
+    {"MEGASCALE_UDP_LINE_MBPS", config::Type::kInt, "0", "Mb/s", "transport",
+     "udp: the rate a connection starts at and never exceeds; 0: the interface's speed (10 where it has none)"},
+    {"MEGASCALE_UDP_RTO_MIN_US", config::Type::kInt, "1000", "us", "transport",
+     "udp: the retransmission timeout's floor (the RTO follows the measured RTT above it)"},
+    {"MEGASCALE_UDP_TARGET_US", config::Type::kInt, "0", "us", "transport",
+     "udp: the round-trip delay swift and hybrid aim for; 0: 400 us or four packets' serialization at the line rate, the larger"},
+    {"MEGASCALE_UDP_GIVE_UP_MS", config::Type::kInt, "30000", "ms", "transport",
+     "udp: a connection that has delivered nothing for this long fails, naming its peer (link flaps shorter are ridden out)"},
+    {"MEGASCALE_UDP_PATH_DOWN_MS", config::Type::kInt, "20", "ms", "transport",
+     "udp: a flow that has delivered nothing this long while its connection's others do leaves the spray, and is probed back in"}};
+
+}  // namespace
+
+UdpOptions udpOptionsFromConfig() {
+  UdpOptions o;
+  o.flows = static_cast<int>(knobInRange("MEGASCALE_UDP_FLOWS", 1, 64));
+  o.congestion = config::getString("MEGASCALE_UDP_CC");
+  if (o.congestion != "swift" && o.congestion != "dcqcn" && o.congestion != "hybrid" && o.congestion != "none") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "MEGASCALE_UDP_CC='" + o.congestion + "': expected swift, dcqcn, hybrid or none");
+  }
+  const int64_t payload = knobInRange("MEGASCALE_UDP_PAYLOAD", 0, 65000);
+  if (payload != 0 && payload < 256) {
+    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_UDP_PAYLOAD=" + std::to_string(payload) + ": 0 or 256..65000");
+  }
+  o.payload_bytes = static_cast<size_t>(payload);
+  o.window_bytes = static_cast<size_t>(knobInRange("MEGASCALE_UDP_WINDOW", 1 << 16, int64_t{1} << 34));
+  o.line_mbps = knobInRange("MEGASCALE_UDP_LINE_MBPS", 0, 10'000'000);
+  o.rto_min_us = knobInRange("MEGASCALE_UDP_RTO_MIN_US", 10, 10'000'000);
+  o.target_delay_us = knobInRange("MEGASCALE_UDP_TARGET_US", 0, 10'000'000);
+  o.give_up_ms = knobInRange("MEGASCALE_UDP_GIVE_UP_MS", 1, int64_t{1} << 40);
+  o.path_down_ms = knobInRange("MEGASCALE_UDP_PATH_DOWN_MS", 1, 3'600'000);
+  return o;
+}
+
+}  // namespace megascale::transport

@@ -1,0 +1,69 @@
+// One UDP flow's socket: bound to the transport's address on a port of its own (its source port is what a
+// fabric's ECMP hashes), large buffers, ECN-capable transport (ECT(0)) in the TOS of every packet it sends, and
+// the TOS of every packet received (IP_RECVTOS), so a switch's CE mark reaches the congestion control.
+// Receives go in batches (recvmmsg).
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/socket.h"
+
+namespace megascale::transport {
+
+/// Where a flow's socket is reached: IPv4 address and port, network order (as the setup blob carries it).
+struct UdpEndpoint {
+  uint32_t ipv4;
+  uint16_t port;
+  uint16_t reserved;
+  sockaddr_in address() const;
+};
+
+/// Datagrams received in one call, each with its length, TOS byte and sender.
+class ReceiveBatch {
+ public:
+  static constexpr int kDatagrams = 32;
+  static constexpr size_t kDatagramBytes = 65536;
+  ReceiveBatch();
+  const uint8_t* data(int i) const { return buffers_.data() + static_cast<size_t>(i) * kDatagramBytes; }
+  size_t size(int i) const { return messages_[static_cast<size_t>(i)].msg_len; }
+  uint8_t tos(int i) const { return tos_[static_cast<size_t>(i)]; }
+
+ private:
+  friend class UdpSocket;
+  std::vector<uint8_t> buffers_;
+  std::vector<mmsghdr> messages_;
+  std::vector<iovec> iovecs_;
+  std::vector<sockaddr_in> from_;
+  std::vector<uint8_t> control_;
+  std::vector<uint8_t> tos_;
+};
+
+class UdpSocket {
+ public:
+  /// Binds to `ipv4`:0. `traffic_class`: DSCP << 2, or -1 for none. Throws Error naming the address.
+  UdpSocket(const std::string& ipv4, int traffic_class);
+  int fd() const { return fd_.get(); }
+  const UdpEndpoint& endpoint() const { return endpoint_; }
+  /// One datagram of `head` then `payload` to `to`. False when the socket's buffer is full (retry later) or
+  /// the network refused it now (an unreachable peer: the retransmission timer takes over).
+  bool send(const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload, size_t payload_bytes);
+  /// Up to ReceiveBatch::kDatagrams datagrams waiting now; 0 when none.
+  int receive(ReceiveBatch& batch);
+
+ private:
+  Fd fd_;
+  UdpEndpoint endpoint_{};
+};
+
+/// The MTU of the interface holding `ipv4` (65536 for loopback), 1500 when it cannot be found.
+int interfaceMtu(const std::string& ipv4);
+/// The speed in Mb/s sysfs gives that interface; 0 when it has none (loopback, some virtual interfaces).
+int64_t interfaceSpeedMbps(const std::string& ipv4);
+
+}  // namespace megascale::transport

@@ -1,0 +1,204 @@
+#include "transport/udp/udp_transport.h"
+
+#include <algorithm>
+#include <any>
+#include <cstring>
+#include <deque>
+
+#include "transport/net_transport.h"
+#include "transport/oob_link.h"
+#include "transport/udp/udp_comm.h"
+#include "transport/udp/udp_congestion.h"
+
+namespace megascale::transport {
+
+namespace {
+
+constexpr char kAddressPrefix[] = "udp:";
+constexpr uint32_t kSetupMagic = 0x31445055;  // "UPD1"
+constexpr int kMaxFlows = 64;
+
+// What each side tells the other at setup: its connection id, its flows' endpoints and the payload it takes.
+struct SetupBlob {
+  uint32_t magic;
+  uint32_t flows;
+  uint64_t connection;
+  uint32_t payload_bytes;
+  uint32_t reserved;
+  UdpEndpoint endpoints[kMaxFlows];
+
+  std::string encode() const { return std::string(reinterpret_cast<const char*>(this), sizeof(*this)); }
+  static Status decode(const std::string& blob, SetupBlob* out) {
+    if (blob.size() != sizeof(SetupBlob)) {
+      return Status(ErrorCode::kPeerLost, "udp: a setup blob of " + std::to_string(blob.size()) + " bytes (expected " +
+                                              std::to_string(sizeof(SetupBlob)) + ")");
+    }
+    std::memcpy(out, blob.data(), sizeof(*out));
+    if (out->magic != kSetupMagic || out->flows < 1 || out->flows > kMaxFlows || out->connection == 0 ||
+        out->payload_bytes < 256 || out->payload_bytes > 65000) {
+      return Status(ErrorCode::kPeerLost, "udp: a malformed setup blob (" + std::to_string(out->flows) + " flows, " +
+                                              std::to_string(out->payload_bytes) + "-byte payloads)");
+    }
+    return Status::ok();
+  }
+  std::vector<UdpEndpoint> endpointList() const { return {endpoints, endpoints + flows}; }
+};
+
+SetupBlob localBlob(const UdpEngine& engine, uint64_t connection, size_t payload_bytes) {
+  SetupBlob b{};
+  b.magic = kSetupMagic;
+  b.flows = static_cast<uint32_t>(engine.endpoints().size());
+  b.connection = connection;
+  b.payload_bytes = static_cast<uint32_t>(payload_bytes);
+  std::copy(engine.endpoints().begin(), engine.endpoints().end(), b.endpoints);
+  return b;
+}
+
+uint64_t reserveId(UdpEngine& engine) {
+  std::lock_guard<std::mutex> guard(engine.mutex());
+  return engine.newConnectionId();
+}
+
+class UdpListener : public Listener {
+ public:
+  UdpListener(std::shared_ptr<UdpEngine> engine, const TransportOptions& options, size_t payload_bytes)
+      : engine_(std::move(engine)), options_(options), payload_bytes_(payload_bytes), server_(options, "udp"),
+        address_(Address::fromString(kAddressPrefix + formatAddress(server_.bound()))) {}
+
+  const Address& address() const override { return address_; }
+
+  Status accept(std::unique_ptr<RecvComm>* comm) override {
+    std::vector<OobAccepted> accepted;
+    server_.poll(
+        [this](const OobRequest& request, std::string* reply, std::any* state) {
+          SetupBlob remote;
+          MSC_RETURN_IF_ERROR(SetupBlob::decode(request.blob, &remote));
+          // The receiving half is attached now: the sender starts as soon as it has our answer.
+          auto end = std::make_shared<UdpEnd<UdpReceiver>>();
+          try {
+            end->engine = engine_;
+            end->ready = std::make_unique<ReadySignal>();
+            UdpReceiverSetup setup;
+            setup.remote_connection = remote.connection;
+            setup.peer = request.peer;
+            end->half = std::make_unique<UdpReceiver>(
+                setup, UdpPaths(static_cast<int>(engine_->endpoints().size()), remote.endpointList(),
+                                options_.udp.path_down_ms * kMillisecond),
+                *engine_, end->ready->notifier());
+            const uint64_t id = reserveId(*engine_);
+            end->attachment = std::make_unique<UdpAttachment>(engine_, id, end->half.get());
+            *reply = localBlob(*engine_, id, payload_bytes_).encode();
+          } catch (const Error& e) {
+            return Status(e.code(), e.what());
+          }
+          *state = end;
+          return Status::ok();
+        },
+        &accepted);
+    for (OobAccepted& a : accepted) {
+      auto end = std::any_cast<std::shared_ptr<UdpEnd<UdpReceiver>>>(a.state);
+      ready_.push_back(std::make_unique<UdpRecvComm>(std::move(*end), std::move(a.link)));
+    }
+    if (!ready_.empty()) {
+      *comm = std::move(ready_.front());
+      ready_.pop_front();
+    }
+    return Status::ok();
+  }
+
+  bool appendReadiness(std::vector<pollfd>& fds) const override { return server_.appendReadiness(fds); }
+
+ private:
+  std::shared_ptr<UdpEngine> engine_;
+  TransportOptions options_;
+  size_t payload_bytes_;
+  OobServer server_;
+  Address address_;
+  std::deque<std::unique_ptr<RecvComm>> ready_;
+};
+
+class UdpConnector : public Connector {
+ public:
+  UdpConnector(std::shared_ptr<UdpEngine> engine, const TransportOptions& options, const sockaddr_in& address,
+               uint64_t local_id, size_t payload_bytes, double line_bps)
+      : engine_(std::move(engine)), options_(options), payload_bytes_(payload_bytes), line_bps_(line_bps),
+        id_(reserveId(*engine_)),
+        dial_(options, address, local_id, localBlob(*engine_, id_, payload_bytes).encode()) {}
+
+  Status poll(std::unique_ptr<SendComm>* comm) override {
+    bool done = false;
+    MSC_RETURN_IF_ERROR(dial_.poll(&done));
+    if (!done) return Status::ok();
+    OobLink link = dial_.release();
+    SetupBlob remote;
+    MSC_RETURN_IF_ERROR(SetupBlob::decode(dial_.answer(), &remote));
+    try {
+      UdpSenderSetup setup;
+      setup.remote_connection = remote.connection;
+      setup.peer = link.peer();
+      setup.payload_bytes = std::min<size_t>(payload_bytes_, remote.payload_bytes);
+      setup.window_bytes = options_.udp.window_bytes;
+      setup.line_bps = line_bps_;
+      setup.rto_min = options_.udp.rto_min_us * kMicrosecond;
+      setup.give_up_after = options_.udp.give_up_ms * kMillisecond;
+      UdpControlSetup control{options_.udp.congestion, line_bps_, setup.payload_bytes + udp_wire::kDataHeaderBytes,
+                              setup.window_bytes, options_.udp.target_delay_us * kMicrosecond};
+      UdpEnd<UdpSender> end;
+      end.engine = engine_;
+      end.ready = std::make_unique<ReadySignal>();
+      end.half = std::make_unique<UdpSender>(
+          setup, UdpPaths(static_cast<int>(engine_->endpoints().size()), remote.endpointList(),
+                          options_.udp.path_down_ms * kMillisecond),
+          makeUdpControl(control), *engine_, end.ready->notifier());
+      end.attachment = std::make_unique<UdpAttachment>(engine_, id_, end.half.get());
+      *comm = std::make_unique<UdpSendComm>(std::move(end), std::move(link));
+    } catch (const Error& e) {
+      return Status(e.code(), e.what());
+    }
+    return Status::ok();
+  }
+
+  bool appendReadiness(std::vector<pollfd>& fds) const override { return dial_.appendReadiness(fds); }
+
+ private:
+  std::shared_ptr<UdpEngine> engine_;
+  TransportOptions options_;
+  size_t payload_bytes_;
+  double line_bps_;
+  uint64_t id_;
+  OobDial dial_;
+};
+
+}  // namespace
+
+UdpTransport::UdpTransport(const TransportOptions& options)
+    : options_(options), ipv4_(options.bind_address.empty() ? "127.0.0.1" : options.bind_address) {
+  // Datagrams the interface carries unfragmented (jumbo frames at most: a lost fragment loses the whole packet).
+  const int mtu = std::min(interfaceMtu(ipv4_), 9000);
+  payload_bytes_ = options.udp.payload_bytes > 0 ? options.udp.payload_bytes
+                                                 : static_cast<size_t>(mtu) - 28 - udp_wire::kDataHeaderBytes;
+  const int64_t mbps = options.udp.line_mbps > 0 ? options.udp.line_mbps : interfaceSpeedMbps(ipv4_);
+  line_bps_ = static_cast<double>(mbps > 0 ? mbps : 10000) * 1e6;
+  engine_ = std::make_shared<UdpEngine>(ipv4_, options.udp.flows, options.traffic_class);
+  properties_.name = "udp";
+  properties_.speed_gbps = line_bps_ / 1e9;
+  properties_.latency_us = 20;
+  properties_.max_recvs = kMaxRecvs;
+  properties_.lanes = std::to_string(options.udp.flows) + " flow(s) per connection, " + options.udp.congestion +
+                      ", " + std::to_string(payload_bytes_) + "-byte packets";
+}
+
+std::unique_ptr<Listener> UdpTransport::listen() {
+  return std::make_unique<UdpListener>(engine_, options_, payload_bytes_);
+}
+
+std::unique_ptr<Connector> UdpTransport::connect(const Address& address, uint64_t local_id) {
+  const std::string text = address.asString();
+  if (text.rfind(kAddressPrefix, 0) != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "udp connect: '" + text + "' is not a udp transport address");
+  }
+  return std::make_unique<UdpConnector>(engine_, options_, parseHostPort(text.substr(sizeof(kAddressPrefix) - 1)),
+                                        local_id, payload_bytes_, line_bps_);
+}
+
+}  // namespace megascale::transport
