@@ -3,109 +3,21 @@
 #include <unistd.h>
 
 #include <any>
-#include <deque>
 #include <vector>
 
 #include "transport/cuda_memory.h"
 #include "transport/ibverbs/ib_comm.h"
 #include "transport/net_transport.h"
-#include "transport/oob_link.h"
+#include "transport/oob_endpoints.h"
 
 namespace megascale::transport {
 
 namespace {
 
-constexpr char kAddressPrefix[] = "ibverbs:";
 constexpr int kSendDepth = 4 * kMaxRequests;  // per message: the size, a part (or a few, beyond 1 GiB), a CTS
 constexpr int kRecvDepth = kMaxRequests * kMaxRecvs;
 
 size_t pageBytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
-
-class IbListener : public Listener {
- public:
-  IbListener(std::vector<std::shared_ptr<IbDevice>> rails, const TransportOptions& options,
-             const IbQpSettings& qp_settings)
-      : rails_(std::move(rails)), qp_settings_(qp_settings), eager_off_(options.device_memory_receives),
-        server_(options, "ibverbs"),
-        address_(Address::fromString(kAddressPrefix + formatAddress(server_.bound()))) {}
-
-  const Address& address() const override { return address_; }
-
-  Status accept(std::unique_ptr<RecvComm>* comm) override {
-    std::vector<OobAccepted> accepted;
-    server_.poll(
-        [this](const OobRequest& request, std::string* reply, std::any* state) {
-          QpSetInfo remote;
-          MSC_RETURN_IF_ERROR(QpSetInfo::decode(request.blob, &remote));
-          std::shared_ptr<IbQpSet> qps;
-          try {
-            // As many queue pairs as the sender made, over this side's NICs.
-            qps = std::make_shared<IbQpSet>(rails_, qp_settings_, kSendDepth, kRecvDepth,
-                                            static_cast<int>(remote.count));
-          } catch (const Error& e) {
-            return Status(e.code(), e.what());
-          }
-          MSC_RETURN_IF_ERROR(qps->connect(remote, request.peer));
-          QpSetInfo local = qps->localInfo();
-          if (eager_off_) local.eager_bytes = 0;  // no bounce buffer may stand in for device memory
-          *reply = local.encode();
-          *state = qps;
-          return Status::ok();
-        },
-        &accepted);
-    for (OobAccepted& a : accepted) {
-      try {
-        ready_.push_back(std::make_unique<IbRecvComm>(std::any_cast<std::shared_ptr<IbQpSet>>(a.state), std::move(a.link)));
-      } catch (const Error& e) {
-        return Status(e.code(), e.what());
-      }
-    }
-    if (!ready_.empty()) {
-      *comm = std::move(ready_.front());
-      ready_.pop_front();
-    }
-    return Status::ok();
-  }
-
-  bool appendReadiness(std::vector<pollfd>& fds) const override { return server_.appendReadiness(fds); }
-
- private:
-  std::vector<std::shared_ptr<IbDevice>> rails_;
-  IbQpSettings qp_settings_;
-  bool eager_off_;
-  OobServer server_;
-  Address address_;
-  std::deque<std::unique_ptr<RecvComm>> ready_;
-};
-
-class IbConnector : public Connector {
- public:
-  IbConnector(std::shared_ptr<IbQpSet> qps, const TransportOptions& options, const sockaddr_in& address,
-              uint64_t local_id)
-      : qps_(std::move(qps)), dial_(options, address, local_id, qps_->localInfo().encode()) {}
-
-  Status poll(std::unique_ptr<SendComm>* comm) override {
-    bool done = false;
-    MSC_RETURN_IF_ERROR(dial_.poll(&done));
-    if (!done) return Status::ok();
-    OobLink link = dial_.release();
-    QpSetInfo remote;
-    MSC_RETURN_IF_ERROR(QpSetInfo::decode(dial_.answer(), &remote));
-    MSC_RETURN_IF_ERROR(qps_->connect(remote, link.peer()));
-    try {
-      *comm = std::make_unique<IbSendComm>(std::move(qps_), std::move(link), remote.eager_bytes);
-    } catch (const Error& e) {
-      return Status(e.code(), e.what());
-    }
-    return Status::ok();
-  }
-
-  bool appendReadiness(std::vector<pollfd>& fds) const override { return dial_.appendReadiness(fds); }
-
- private:
-  std::shared_ptr<IbQpSet> qps_;
-  OobDial dial_;
-};
 
 // Which devices and GID the transport's options (MEGASCALE_IB_HCA, MEGASCALE_IB_GID_INDEX, MEGASCALE_IB_ROCE_VERSION,
 // MEGASCALE_IB_ADDR_FAMILY, MEGASCALE_IB_NICS_PER_RANK) pick.
@@ -181,17 +93,47 @@ int IbTransport::nicCount(const TransportOptions& options) {
 }
 
 std::unique_ptr<Listener> IbTransport::listen() {
-  return std::make_unique<IbListener>(rails_, options_, qp_settings_);
+  const std::vector<std::shared_ptr<IbDevice>> rails = rails_;
+  const IbQpSettings qp_settings = qp_settings_;
+  const bool eager_off = options_.device_memory_receives;
+  return std::make_unique<OobListener>(
+      options_, "ibverbs",
+      [rails, qp_settings, eager_off](const OobRequest& request, std::string* reply, std::any* state) {
+        QpSetInfo remote;
+        MSC_RETURN_IF_ERROR(QpSetInfo::decode(request.blob, &remote));
+        std::shared_ptr<IbQpSet> qps;
+        try {
+          // As many queue pairs as the sender made, over this side's NICs.
+          qps = std::make_shared<IbQpSet>(rails, qp_settings, kSendDepth, kRecvDepth, static_cast<int>(remote.count));
+        } catch (const Error& e) {
+          return Status(e.code(), e.what());
+        }
+        MSC_RETURN_IF_ERROR(qps->connect(remote, request.peer));
+        QpSetInfo local = qps->localInfo();
+        if (eager_off) local.eager_bytes = 0;  // no bounce buffer may stand in for device memory
+        *reply = local.encode();
+        *state = qps;
+        return Status::ok();
+      },
+      [](OobAccepted& a) {
+        return std::make_unique<IbRecvComm>(std::any_cast<std::shared_ptr<IbQpSet>>(a.state), std::move(a.link));
+      });
 }
 
 std::unique_ptr<Connector> IbTransport::connect(const Address& address, uint64_t local_id) {
-  std::string text = address.asString();
-  if (text.rfind(kAddressPrefix, 0) != 0) {
-    throw Error(ErrorCode::kInvalidArgument, "ibverbs connect: '" + text + "' is not an ibverbs transport address");
-  }
+  const sockaddr_in to = oobAddressOf(address, "ibverbs");
   auto qps = std::make_shared<IbQpSet>(rails_, qp_settings_, kSendDepth, kRecvDepth);
-  return std::make_unique<IbConnector>(std::move(qps), options_, parseHostPort(text.substr(sizeof(kAddressPrefix) - 1)),
-                                       local_id);
+  const std::string blob = qps->localInfo().encode();
+  return std::make_unique<OobConnector>(
+      options_, to, local_id, blob,
+      [qps](OobLink link, const std::string& answer, std::unique_ptr<SendComm>* comm) mutable {
+        QpSetInfo remote;
+        MSC_RETURN_IF_ERROR(QpSetInfo::decode(answer, &remote));
+        MSC_RETURN_IF_ERROR(qps->connect(remote, link.peer()));
+        // The comm holds the only reference: its queue pairs go before the buffers it registered.
+        *comm = std::make_unique<IbSendComm>(std::move(qps), std::move(link), remote.eager_bytes);
+        return Status::ok();
+      });
 }
 
 Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr) {

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <any>
 #include <cstring>
-#include <deque>
 
 #include "transport/net_transport.h"
-#include "transport/oob_link.h"
+#include "transport/oob_endpoints.h"
 #include "transport/udp/udp_comm.h"
 #include "transport/udp/udp_congestion.h"
 
@@ -14,7 +13,6 @@ namespace megascale::transport {
 
 namespace {
 
-constexpr char kAddressPrefix[] = "udp:";
 constexpr uint32_t kSetupMagic = 0x31445055;  // "UPD1"
 constexpr int kMaxFlows = 64;
 
@@ -54,120 +52,15 @@ SetupBlob localBlob(const UdpEngine& engine, uint64_t connection, size_t payload
   return b;
 }
 
+// A connection's paths from this engine's flows to a peer whose flows are at `remote`.
+UdpPaths pathsTo(const UdpEngine& engine, const UdpOptions& options, const std::vector<UdpEndpoint>& remote) {
+  return UdpPaths(static_cast<int>(engine.endpoints().size()), remote, options.path_down_ms * kMillisecond);
+}
+
 uint64_t reserveId(UdpEngine& engine) {
   std::lock_guard<std::mutex> guard(engine.mutex());
   return engine.newConnectionId();
 }
-
-class UdpListener : public Listener {
- public:
-  UdpListener(std::shared_ptr<UdpEngine> engine, const TransportOptions& options, size_t payload_bytes)
-      : engine_(std::move(engine)), options_(options), payload_bytes_(payload_bytes), server_(options, "udp"),
-        address_(Address::fromString(kAddressPrefix + formatAddress(server_.bound()))) {}
-
-  const Address& address() const override { return address_; }
-
-  Status accept(std::unique_ptr<RecvComm>* comm) override {
-    std::vector<OobAccepted> accepted;
-    server_.poll(
-        [this](const OobRequest& request, std::string* reply, std::any* state) {
-          SetupBlob remote;
-          MSC_RETURN_IF_ERROR(SetupBlob::decode(request.blob, &remote));
-          // The receiving half is attached now: the sender starts as soon as it has our answer.
-          auto end = std::make_shared<UdpEnd<UdpReceiver>>();
-          try {
-            end->engine = engine_;
-            end->ready = std::make_unique<ReadySignal>();
-            UdpReceiverSetup setup;
-            setup.remote_connection = remote.connection;
-            setup.peer = request.peer;
-            end->half = std::make_unique<UdpReceiver>(
-                setup, UdpPaths(static_cast<int>(engine_->endpoints().size()), remote.endpointList(),
-                                options_.udp.path_down_ms * kMillisecond),
-                *engine_, end->ready->notifier());
-            const uint64_t id = reserveId(*engine_);
-            end->attachment = std::make_unique<UdpAttachment>(engine_, id, end->half.get());
-            *reply = localBlob(*engine_, id, payload_bytes_).encode();
-          } catch (const Error& e) {
-            return Status(e.code(), e.what());
-          }
-          *state = end;
-          return Status::ok();
-        },
-        &accepted);
-    for (OobAccepted& a : accepted) {
-      auto end = std::any_cast<std::shared_ptr<UdpEnd<UdpReceiver>>>(a.state);
-      ready_.push_back(std::make_unique<UdpRecvComm>(std::move(*end), std::move(a.link)));
-    }
-    if (!ready_.empty()) {
-      *comm = std::move(ready_.front());
-      ready_.pop_front();
-    }
-    return Status::ok();
-  }
-
-  bool appendReadiness(std::vector<pollfd>& fds) const override { return server_.appendReadiness(fds); }
-
- private:
-  std::shared_ptr<UdpEngine> engine_;
-  TransportOptions options_;
-  size_t payload_bytes_;
-  OobServer server_;
-  Address address_;
-  std::deque<std::unique_ptr<RecvComm>> ready_;
-};
-
-class UdpConnector : public Connector {
- public:
-  UdpConnector(std::shared_ptr<UdpEngine> engine, const TransportOptions& options, const sockaddr_in& address,
-               uint64_t local_id, size_t payload_bytes, double line_bps)
-      : engine_(std::move(engine)), options_(options), payload_bytes_(payload_bytes), line_bps_(line_bps),
-        id_(reserveId(*engine_)),
-        dial_(options, address, local_id, localBlob(*engine_, id_, payload_bytes).encode()) {}
-
-  Status poll(std::unique_ptr<SendComm>* comm) override {
-    bool done = false;
-    MSC_RETURN_IF_ERROR(dial_.poll(&done));
-    if (!done) return Status::ok();
-    OobLink link = dial_.release();
-    SetupBlob remote;
-    MSC_RETURN_IF_ERROR(SetupBlob::decode(dial_.answer(), &remote));
-    try {
-      UdpSenderSetup setup;
-      setup.remote_connection = remote.connection;
-      setup.peer = link.peer();
-      setup.payload_bytes = std::min<size_t>(payload_bytes_, remote.payload_bytes);
-      setup.window_bytes = options_.udp.window_bytes;
-      setup.line_bps = line_bps_;
-      setup.rto_min = options_.udp.rto_min_us * kMicrosecond;
-      setup.give_up_after = options_.udp.give_up_ms * kMillisecond;
-      UdpControlSetup control{options_.udp.congestion, line_bps_, setup.payload_bytes + udp_wire::kDataHeaderBytes,
-                              setup.window_bytes, options_.udp.target_delay_us * kMicrosecond};
-      UdpEnd<UdpSender> end;
-      end.engine = engine_;
-      end.ready = std::make_unique<ReadySignal>();
-      end.half = std::make_unique<UdpSender>(
-          setup, UdpPaths(static_cast<int>(engine_->endpoints().size()), remote.endpointList(),
-                          options_.udp.path_down_ms * kMillisecond),
-          makeUdpControl(control), *engine_, end.ready->notifier());
-      end.attachment = std::make_unique<UdpAttachment>(engine_, id_, end.half.get());
-      *comm = std::make_unique<UdpSendComm>(std::move(end), std::move(link));
-    } catch (const Error& e) {
-      return Status(e.code(), e.what());
-    }
-    return Status::ok();
-  }
-
-  bool appendReadiness(std::vector<pollfd>& fds) const override { return dial_.appendReadiness(fds); }
-
- private:
-  std::shared_ptr<UdpEngine> engine_;
-  TransportOptions options_;
-  size_t payload_bytes_;
-  double line_bps_;
-  uint64_t id_;
-  OobDial dial_;
-};
 
 }  // namespace
 
@@ -189,16 +82,65 @@ UdpTransport::UdpTransport(const TransportOptions& options)
 }
 
 std::unique_ptr<Listener> UdpTransport::listen() {
-  return std::make_unique<UdpListener>(engine_, options_, payload_bytes_);
+  return std::make_unique<OobListener>(
+      options_, "udp",
+      // The listener may outlive this transport: what it needs is copied.
+      [engine = engine_, options = options_.udp, payload = payload_bytes_](const OobRequest& request,
+                                                                            std::string* reply, std::any* state) {
+        SetupBlob remote;
+        MSC_RETURN_IF_ERROR(SetupBlob::decode(request.blob, &remote));
+        // The receiving half is attached now: the sender starts as soon as it has our answer.
+        auto end = std::make_shared<UdpEnd<UdpReceiver>>();
+        try {
+          end->engine = engine;
+          end->ready = std::make_unique<ReadySignal>();
+          UdpReceiverSetup setup;
+          setup.remote_connection = remote.connection;
+          setup.peer = request.peer;
+          end->half = std::make_unique<UdpReceiver>(setup, pathsTo(*engine, options, remote.endpointList()), *engine,
+                                                    end->ready->notifier());
+          const uint64_t id = reserveId(*engine);
+          end->attachment = std::make_unique<UdpAttachment>(engine, id, end->half.get());
+          *reply = localBlob(*engine, id, payload).encode();
+        } catch (const Error& e) {
+          return Status(e.code(), e.what());
+        }
+        *state = end;
+        return Status::ok();
+      },
+      [](OobAccepted& a) {
+        auto end = std::any_cast<std::shared_ptr<UdpEnd<UdpReceiver>>>(a.state);
+        return std::make_unique<UdpRecvComm>(std::move(*end), std::move(a.link));
+      });
 }
 
 std::unique_ptr<Connector> UdpTransport::connect(const Address& address, uint64_t local_id) {
-  const std::string text = address.asString();
-  if (text.rfind(kAddressPrefix, 0) != 0) {
-    throw Error(ErrorCode::kInvalidArgument, "udp connect: '" + text + "' is not a udp transport address");
-  }
-  return std::make_unique<UdpConnector>(engine_, options_, parseHostPort(text.substr(sizeof(kAddressPrefix) - 1)),
-                                        local_id, payload_bytes_, line_bps_);
+  const uint64_t id = reserveId(*engine_);
+  return std::make_unique<OobConnector>(
+      options_, oobAddressOf(address, "udp"), local_id, localBlob(*engine_, id, payload_bytes_).encode(),
+      [engine = engine_, options = options_.udp, payload = payload_bytes_, line = line_bps_, id](
+          OobLink link, const std::string& answer, std::unique_ptr<SendComm>* comm) {
+        SetupBlob remote;
+        MSC_RETURN_IF_ERROR(SetupBlob::decode(answer, &remote));
+        UdpSenderSetup setup;
+        setup.remote_connection = remote.connection;
+        setup.peer = link.peer();
+        setup.payload_bytes = std::min<size_t>(payload, remote.payload_bytes);
+        setup.window_bytes = options.window_bytes;
+        setup.line_bps = line;
+        setup.rto_min = options.rto_min_us * kMicrosecond;
+        setup.give_up_after = options.give_up_ms * kMillisecond;
+        const UdpControlSetup control{options.congestion, line, setup.payload_bytes + udp_wire::kDataHeaderBytes,
+                                      setup.window_bytes, options.target_delay_us * kMicrosecond};
+        UdpEnd<UdpSender> end;
+        end.engine = engine;
+        end.ready = std::make_unique<ReadySignal>();
+        end.half = std::make_unique<UdpSender>(setup, pathsTo(*engine, options, remote.endpointList()),
+                                               makeUdpControl(control), *engine, end.ready->notifier());
+        end.attachment = std::make_unique<UdpAttachment>(engine, id, end.half.get());
+        *comm = std::make_unique<UdpSendComm>(std::move(end), std::move(link));
+        return Status::ok();
+      });
 }
 
 }  // namespace megascale::transport
