@@ -21,6 +21,28 @@ void ReadySignal::drain() const {
   (void)!read(fd_.get(), &count, sizeof(count));
 }
 
+namespace {
+
+// Whether a request is done (`flag`, which the engine sets), read under its lock; the connection's error first.
+template <typename Half>
+Status readDone(const UdpEnd<Half>& end, const bool& flag, bool* done) {
+  end.ready->drain();
+  std::lock_guard<std::mutex> guard(end.engine->mutex());
+  if (!end.half->error().isOk()) return end.half->error();
+  *done = flag;
+  return Status::ok();
+}
+
+// A waiter on a comm with requests pending sleeps on the engine's signal and the peer's setup socket.
+template <typename Half>
+void appendWaitFds(const UdpEnd<Half>& end, const PeerWatch& watch, bool pending, std::vector<pollfd>& fds) {
+  if (!pending) return;  // nothing pending: nothing to wait on
+  fds.push_back(pollfd{end.ready->fd(), POLLIN, 0});
+  fds.push_back(pollfd{watch.link().fd(), POLLIN, 0});
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------------------
 // Send side.
 
@@ -50,12 +72,7 @@ Status UdpSendComm::test(Request* request, bool* done, size_t* size) {
   *done = false;
   auto* slot = static_cast<Slot*>(request);
   if (slot == nullptr || !slot->in_use) return Status(ErrorCode::kInvalidArgument, "udp test: not an active send request");
-  end_.ready->drain();
-  {
-    std::lock_guard<std::mutex> guard(end_.engine->mutex());
-    if (!end_.half->error().isOk()) return end_.half->error();
-    *done = slot->message.done;
-  }
+  MSC_RETURN_IF_ERROR(readDone(end_, slot->message.done, done));
   if (*done) {
     if (size != nullptr) *size = slot->message.size;
     slot->in_use = false;
@@ -66,9 +83,7 @@ Status UdpSendComm::test(Request* request, bool* done, size_t* size) {
 }
 
 bool UdpSendComm::appendReadiness(std::vector<pollfd>& fds) const {
-  if (!pool_.anyInUse()) return true;  // nothing pending: nothing to wait on
-  fds.push_back(pollfd{end_.ready->fd(), POLLIN, 0});
-  fds.push_back(pollfd{watch_.link().fd(), POLLIN, 0});
+  appendWaitFds(end_, watch_, pool_.anyInUse(), fds);
   return true;
 }
 
@@ -100,12 +115,7 @@ Status UdpRecvComm::test(Request* request, bool* done, size_t* sizes) {
   *done = false;
   auto* slot = static_cast<ReceiveSlot*>(request);
   if (slot == nullptr || !slot->in_use) return Status(ErrorCode::kInvalidArgument, "udp test: not an active recv request");
-  end_.ready->drain();
-  {
-    std::lock_guard<std::mutex> guard(end_.engine->mutex());
-    if (!end_.half->error().isOk()) return end_.half->error();
-    *done = slot->done;
-  }
+  MSC_RETURN_IF_ERROR(readDone(end_, slot->done, done));
   if (*done) {
     if (sizes != nullptr) slot->posted.copySizes(sizes);
     slot->in_use = false;
@@ -116,9 +126,7 @@ Status UdpRecvComm::test(Request* request, bool* done, size_t* sizes) {
 }
 
 bool UdpRecvComm::appendReadiness(std::vector<pollfd>& fds) const {
-  if (!pool_.anyInUse()) return true;  // nothing pending: nothing to wait on
-  fds.push_back(pollfd{end_.ready->fd(), POLLIN, 0});
-  fds.push_back(pollfd{watch_.link().fd(), POLLIN, 0});
+  appendWaitFds(end_, watch_, pool_.anyInUse(), fds);
   return true;
 }
 

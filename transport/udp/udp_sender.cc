@@ -154,7 +154,7 @@ void UdpSender::onPacket(const udp_wire::Header& h, const uint8_t* datagram, siz
   }
   if (acked_packets == 0) return;
   Picoseconds rtt = 0;
-  if (h.sent_ns > 0 && now - h.sent_ns * kNanosecond > 0 && now - h.sent_ns * kNanosecond < 60 * kSecond) {
+  if (h.sent_ns > 0 && h.sent_ns < now / kNanosecond) {  // an echo of our own clock, checked before it is scaled
     rtt = now - h.sent_ns * kNanosecond;
     rto_.onSample(rtt);
   }
