@@ -47,7 +47,7 @@ void appendWaitFds(const UdpEnd<Half>& end, const PeerWatch& watch, bool pending
 // Send side.
 
 UdpSendComm::UdpSendComm(UdpEnd<UdpSender> end, OobLink link)
-    : end_(std::move(end)), watch_(std::move(link), kSendAckGrace) {}
+    : watch_(std::move(link), kSendAckGrace), end_(std::move(end)) {}
 
 Status UdpSendComm::isend(const void* data, size_t size, uint32_t tag, const MemoryRegion*, Request** request) {
   *request = nullptr;
@@ -90,7 +90,7 @@ bool UdpSendComm::appendReadiness(std::vector<pollfd>& fds) const {
 // ---------------------------------------------------------------------------------------------------------
 // Receive side.
 
-UdpRecvComm::UdpRecvComm(UdpEnd<UdpReceiver> end, OobLink link) : end_(std::move(end)), watch_(std::move(link)) {}
+UdpRecvComm::UdpRecvComm(UdpEnd<UdpReceiver> end, OobLink link) : watch_(std::move(link)), end_(std::move(end)) {}
 
 Status UdpRecvComm::irecv(int n, void* const* data, const size_t* sizes, const uint32_t* tags,
                           const MemoryRegion* const*, Request** request) {

@@ -52,9 +52,9 @@ class UdpSendComm : public SendComm {
     UdpOutgoing message;
     bool in_use = false;
   };
-  UdpEnd<UdpSender> end_;
+  SlotPool<Slot, kMaxRequests> pool_;  // the messages the sender points into: they outlive its attachment
   PeerWatch watch_;
-  SlotPool<Slot, kMaxRequests> pool_;
+  UdpEnd<UdpSender> end_;  // last: detached first
 };
 
 class UdpRecvComm : public RecvComm {
@@ -67,9 +67,9 @@ class UdpRecvComm : public RecvComm {
   uint64_t remoteId() const override { return watch_.link().remoteId(); }
 
  private:
-  UdpEnd<UdpReceiver> end_;
+  SlotPool<ReceiveSlot, kMaxRequests> pool_;  // the receives the receiver writes into: they outlive its attachment
   PeerWatch watch_;
-  SlotPool<ReceiveSlot, kMaxRequests> pool_;
+  UdpEnd<UdpReceiver> end_;  // last: detached first
 };
 
 }  // namespace megascale::transport
