@@ -372,8 +372,8 @@ Result properties(int dev, DeviceProperties* out) {
     out->guid = s.interfaces[i].guid != 0 ? s.interfaces[i].guid : static_cast<uint64_t>(dev);
     out->port = s.ports[i];
     out->speed_mbps = s.interfaces[i].speed_mbps > 0 ? s.interfaces[i].speed_mbps : 10000;
-    out->ndevs = s.device_per_nic ? static_cast<int>(s.members[i].size()) : 1;
-    for (int k = 0; k < out->ndevs; ++k) out->devs[k] = s.device_per_nic ? s.members[i][static_cast<size_t>(k)] : dev;
+    out->ndevs = static_cast<int>(s.members[i].size());  // {dev} for every device but a virtual one
+    for (int k = 0; k < out->ndevs; ++k) out->devs[k] = s.members[i][static_cast<size_t>(k)];
     out->max_recvs = transport::kMaxRecvs;
     out->ptr_support = s.ptr_support;
     out->max_p2p_bytes = size_t{1} << 40;

@@ -68,7 +68,7 @@ bool UdpEngine::send(int flow, const sockaddr_in& to, const void* head, size_t h
 }
 
 void UdpEngine::receiveFrom(UdpSocket& socket, ReceiveBatch& batch) {
-  std::vector<UdpHalf*> touched;
+  std::vector<UdpHalf*>& touched = touched_;
   for (int round = 0; round < kBatchesPerSocket; ++round) {
     const int n = socket.receive(batch);
     const Picoseconds now = this->now();

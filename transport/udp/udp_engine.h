@@ -48,6 +48,7 @@ class UdpEngine : public DatagramOut {
   std::vector<std::unique_ptr<UdpSocket>> sockets_;
   std::vector<UdpEndpoint> endpoints_;
   std::unordered_map<uint64_t, UdpHalf*> halves_;
+  std::vector<UdpHalf*> touched_;  // the halves a receive batch reached (kept: no allocation per batch)
   std::mutex mutex_;
   Fd epoll_, wake_;
   std::atomic<bool> stopping_{false};
