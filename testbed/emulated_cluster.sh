@@ -17,6 +17,17 @@
 #   host_name I          host I's name (its namespace)
 #   host_addr I [RAIL]   host I's address on RAIL (default 0)
 #   write_topology FILE  the cluster's switches in Slurm topology.conf syntax (megascale-run --topology FILE)
+#   switch_up RAIL RATE [ARGS...]
+#                        replace RAIL's bridge with the emulated ECN-marking switch (testbed/ecn_switch,
+#                        $EMU_SWITCH_BIN): every output port sends at RATE through a queue that marks CE (RED,
+#                        --kmin/--kmax/--pmax) and drops at its tail (--buffer); --queue-log FILE records each
+#                        port's queue every --sample-us. ARGS go to megascale-ecn-switch. The hosts' NICs on the
+#                        rail send plain frames (no segmentation or checksum offload), as a real NIC's wire does
+#   switch_down RAIL     stop RAIL's switch (its per-port summary goes to $EMU_SWITCH_OUT.RAIL) and give the
+#                        rail its bridge back
+#   link_loss I RAIL PERCENT
+#                        drop PERCENT (0.01 steps; 0 removes it) of what host I sends on RAIL, at random
+#                        (nftables numgen)
 #   cluster_down         stop every process inside the hosts, remove hosts and bridges
 #   cluster_remove TAG   remove every namespace and bridge whose name starts with TAG (a cluster left behind)
 
@@ -39,18 +50,21 @@ rail_switch() { echo "${EMU_TAG}r$1"; }
 cluster_remove() {
   local tag=$1 name
   [ -n "$tag" ] || return 0
+  # A switch's ports are about to go; it would exit on its own once they do, but not before it has to.
+  pkill -TERM -f "^[^ ]*megascale-ecn-switch --name $tag " 2>/dev/null || true
   # The switch ports first: a namespace goes away asynchronously, and its cables' root ends with it, so a
   # cluster made again at once under the same tag found them still there ("File exists"). Deleting one end
   # of a veth deletes both, at once.
   for name in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
-    [[ $name == "$tag"p* ]] && ip link del "$name" 2>/dev/null
+    [[ $name == "$tag"p* ]] && { ip link del "$name" 2>/dev/null || true; }
   done
   for name in $(ip netns list 2>/dev/null | awk '{print $1}'); do
     # A process left inside would live on in the orphaned namespace (and hold its caller's pipes open).
-    [[ $name == "$tag"h* ]] && { ip netns pids "$name" 2>/dev/null | xargs -r kill -9 2>/dev/null; ip netns del "$name" 2>/dev/null; }
+    # Each step may fail (the process already gone) without stopping the rest under a caller's set -e.
+    [[ $name == "$tag"h* ]] && { ip netns pids "$name" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; ip netns del "$name" 2>/dev/null || true; }
   done
   for name in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}'); do
-    [[ $name == "$tag"r* ]] && ip link del "$name" 2>/dev/null
+    [[ $name == "$tag"r* ]] && { ip link del "$name" 2>/dev/null || true; }
   done
   return 0
 }
@@ -176,4 +190,62 @@ hosts_rate() {
       fi
     done
   done
+}
+
+# switch_up RAIL RATE [ARGS...]: see the top of this file.
+EMU_SWITCH_OUT=${EMU_SWITCH_OUT:-/tmp/${EMU_TAG}-switch}
+switch_up() {
+  local rail=$1 rate=$2 i port ports=() ready
+  shift 2
+  [ -x "${EMU_SWITCH_BIN:-}" ] || { echo "emulated cluster: EMU_SWITCH_BIN must name megascale-ecn-switch" >&2; return 2; }
+  for ((i = 0; i < EMU_HOSTS; i++)); do
+    port=$(switch_port "$i" "$rail")
+    ip link set "$port" nomaster || return
+    sysctl -qw "net.ipv6.conf.$port.disable_ipv6=1"
+    # A packet socket sees what the host's NIC hands over: with offloads on, 64 KB segments and UDP checksums
+    # left for hardware that is not there; off, each frame is one MTU and complete.
+    on_host "$i" ethtool -K "rail$rail" tx off tso off gso off gro off >/dev/null 2>&1 || return
+    ports+=(--port "$port")
+  done
+  ready="$EMU_SWITCH_OUT.$rail.ready"
+  rm -f "$ready"
+  "$EMU_SWITCH_BIN" --name "$EMU_TAG" --rate "$rate" "${ports[@]}" --ready "$ready" "$@" > "$EMU_SWITCH_OUT.$rail" &
+  eval "EMU_SWITCH_PID_$rail=$!"
+  for ((i = 0; i < 100; i++)); do
+    [ -e "$ready" ] && { rm -f "$ready"; return 0; }
+    kill -0 "$!" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "emulated cluster: the switch of rail $rail did not start" >&2
+  return 1
+}
+
+switch_down() {
+  local rail=$1 pid i
+  pid=$(eval echo "\${EMU_SWITCH_PID_$rail:-}")
+  [ -n "$pid" ] || return 0
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  eval "EMU_SWITCH_PID_$rail="
+  for ((i = 0; i < EMU_HOSTS; i++)); do
+    ip link set "$(switch_port "$i" "$rail")" master "$(rail_switch "$rail")" 2>/dev/null
+  done
+  return 0
+}
+
+# link_loss I RAIL PERCENT: see the top of this file.
+link_loss() {
+  local i=$1 rail=$2 percent=$3 table="emuloss$2" basis
+  basis=$(awk -v p="$percent" 'BEGIN { if (p !~ /^[0-9]*\.?[0-9]+$/ || p > 100) exit 1; printf "%d", p * 100 + 0.5 }') ||
+    { echo "emulated cluster: loss must be a percentage, got '$percent'" >&2; return 2; }
+  on_host "$i" nft delete table inet "$table" 2>/dev/null || true  # none yet
+  ((basis > 0)) || return 0
+  on_host "$i" nft -f - <<NFT
+table inet $table {
+  chain out {
+    type filter hook output priority 0; policy accept;
+    oifname "rail$rail" numgen random mod 10000 < $basis counter drop
+  }
+}
+NFT
 }

@@ -1,0 +1,52 @@
+// The emulated switch between the test bed's hosts: a learning switch (frames go to the port their destination
+// address was last seen on, broadcasts and unknown destinations to every other port) whose output ports are
+// EgressQueues at the link rate. It stands in for the ECN-marking qdiscs this kernel lacks (red, codel, pie),
+// so that every control law meets a real queue that marks, and the queue is recorded over time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "testbed/ecn_switch/egress_queue.h"
+#include "testbed/ecn_switch/packet_port.h"
+#include "testbed/ecn_switch/switch_options.h"
+
+namespace megascale::testbed {
+
+class EcnSwitch {
+ public:
+  /// Opens every port (throws std::runtime_error naming the one that fails) and the queue log.
+  explicit EcnSwitch(const SwitchOptions& options);
+  ~EcnSwitch();
+  EcnSwitch(const EcnSwitch&) = delete;
+  EcnSwitch& operator=(const EcnSwitch&) = delete;
+
+  /// Forwards until `stop` is set; throws when a port fails (its interface was deleted).
+  void run(const std::atomic<bool>& stop);
+  /// One line per port: frames, bytes, marks, drops, peak queue, frames lost at the socket or the cable.
+  void printSummary(std::FILE* out);
+
+ private:
+  struct Port {
+    std::unique_ptr<PacketPort> socket;
+    EgressQueue queue;
+    uint64_t peak_since_sample = 0;
+    uint64_t send_failures = 0;
+  };
+  void receiveFrom(size_t in, int64_t now_ns);
+  void forward(Frame frame, size_t in, int64_t now_ns);
+  void transmitDue(int64_t now_ns);
+  void sample(int64_t now_ns);
+
+  std::vector<Port> ports_;
+  std::unordered_map<uint64_t, size_t> port_of_address_;  // learned from source addresses
+  std::FILE* log_ = nullptr;
+  int64_t sample_ns_;
+  int64_t start_ns_ = 0, next_sample_ns_ = 0;
+};
+
+}  // namespace megascale::testbed
