@@ -14,7 +14,7 @@ Swift::Swift(const SwiftParams& params)
 
 Picoseconds Swift::targetDelay(double cwnd) const {
   const double fs = std::clamp(fs_alpha_ / std::sqrt(cwnd) + fs_beta_, 0.0, static_cast<double>(p_.flow_scaling_range));
-  return p_.base_target + p_.hops * p_.per_hop + static_cast<Picoseconds>(fs);
+  return p_.base_target + (p_.target_above_floor ? floor_rtt_ : 0) + p_.hops * p_.per_hop + static_cast<Picoseconds>(fs);
 }
 
 void Swift::setWindow(Picoseconds now, double cwnd) {
@@ -31,7 +31,9 @@ bool Swift::decrease(Picoseconds now, double factor) {
 
 void Swift::observe(const AckEvent& ack) {
   timeouts_in_a_row_ = 0;
-  if (ack.rtt > 0) rtt_ = ack.rtt;
+  if (ack.rtt <= 0) return;
+  rtt_ = ack.rtt;
+  floor_rtt_ = floor_rtt_ == 0 ? ack.rtt : std::min(floor_rtt_, ack.rtt);
 }
 
 void Swift::onAck(const AckEvent& ack) {

@@ -14,6 +14,10 @@ struct SwiftParams {
   double beta = 0.8;                  // decrease per unit of relative excess delay
   double max_mdf = 0.5;               // a decrease never cuts more than this fraction
   Picoseconds base_target = 25 * kMicrosecond;
+  /// The base target counts from the lowest RTT seen (the path's floor) instead of from zero: for a sender whose
+  /// own endpoint delay (a software stack's, tens to hundreds of microseconds and machine-dependent) cannot be
+  /// told apart from the fabric's, as Swift's NIC timestamps tell them apart.
+  bool target_above_floor = false;
   Picoseconds per_hop = 1 * kMicrosecond;  // topology scaling
   int hops = 6;
   Picoseconds flow_scaling_range = 100 * kMicrosecond;  // fs_range
@@ -38,7 +42,8 @@ class Swift : public SenderControl {
   /// Below one packet per RTT the sender paces at RTT / cwnd; otherwise the window alone limits it.
   Picoseconds pacingGap(uint32_t packet_bytes) const override;
 
-  /// The delay target for window `cwnd`: base + hops * per_hop + fs(cwnd).
+  /// The delay target for window `cwnd`: base + hops * per_hop + fs(cwnd) (+ the floor RTT with
+  /// target_above_floor).
   Picoseconds targetDelay(double cwnd) const;
   Picoseconds smoothedRtt() const { return rtt_; }
 
@@ -57,6 +62,7 @@ class Swift : public SenderControl {
   SwiftParams p_;
   double cwnd_;
   Picoseconds rtt_ = 0;  // the latest RTT sample: how long "one RTT" is for the decrease guard and pacing
+  Picoseconds floor_rtt_ = 0;  // the lowest sample (0 before the first)
   Picoseconds last_decrease_;
   int timeouts_in_a_row_ = 0;
   double fs_alpha_, fs_beta_;  // flow scaling: fs(w) = clamp(alpha / sqrt(w) + beta, 0, range)

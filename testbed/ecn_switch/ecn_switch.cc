@@ -91,6 +91,7 @@ void EcnSwitch::sample(int64_t now_ns) {
     }
     port.peak_since_sample = port.queue.dataQueueBytes();
   }
+  if (log_ != nullptr) std::fflush(log_);  // whoever reads it during a run sees every sample so far
 }
 
 void EcnSwitch::run(const std::atomic<bool>& stop) {

@@ -24,6 +24,24 @@ TEST(Swift, TargetDelayScalesWithHopsAndShrinkingWindows) {
   EXPECT_EQ(s.targetDelay(1000), 31 * kUs);  // clamped at 0 above fs_max_cwnd
 }
 
+TEST(Swift, TargetAboveTheFloorFollowsTheLowestRttSeen) {
+  SwiftParams p = smallWindow();
+  p.target_above_floor = true;
+  Swift s(p);
+  EXPECT_EQ(s.targetDelay(256), 31 * kUs) << "no sample yet: the floor is 0";
+  s.onAck(ack(0, 500 * kUs));
+  EXPECT_EQ(s.targetDelay(256), 531 * kUs);
+  const double grown = s.windowPackets();
+  EXPECT_GT(grown, 10) << "the first sample is at the floor: below target";
+  s.onAck(ack(10 * kUs, 520 * kUs));
+  EXPECT_GT(s.windowPackets(), grown) << "520 us is within 31 us of a 500 us floor";
+  s.onAck(ack(20 * kUs, 300 * kUs));
+  EXPECT_EQ(s.targetDelay(256), 331 * kUs) << "the floor only falls";
+  s.onAck(ack(2000 * kUs, 900 * kUs));
+  EXPECT_EQ(s.targetDelay(256), 331 * kUs);
+  EXPECT_LT(s.windowPackets(), grown) << "900 us is far above it: a cut";
+}
+
 TEST(Swift, AdditiveIncreaseBelowTargetAndOneBoundedCutPerRtt) {
   Swift s(smallWindow());
   s.onAck(ack(0, 20 * kUs));

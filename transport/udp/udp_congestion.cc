@@ -10,14 +10,15 @@
 
 namespace megascale::transport {
 
-Picoseconds udpDefaultTarget(double line_bps, size_t packet_bytes) {
-  return std::max<Picoseconds>(400 * kMicrosecond, 4 * serializationTime(packet_bytes, line_bps));
+Picoseconds udpDefaultHeadroom(double line_bps, size_t packet_bytes) {
+  return std::max<Picoseconds>(100 * kMicrosecond, 4 * serializationTime(packet_bytes, line_bps));
 }
 
 std::unique_ptr<congestion::SenderControl> makeUdpControl(const UdpControlSetup& s) {
   congestion::SwiftParams swift;
   swift.line_rate_bps = s.line_bps;
-  swift.base_target = s.target > 0 ? s.target : udpDefaultTarget(s.line_bps, s.packet_bytes);
+  swift.base_target = s.target > 0 ? s.target : udpDefaultHeadroom(s.line_bps, s.packet_bytes);
+  swift.target_above_floor = s.target == 0;
   swift.hops = 0;  // the target is the whole path's: no per-hop scaling
   swift.per_hop = 0;
   swift.flow_scaling_range = swift.base_target;

@@ -21,7 +21,7 @@ const config::KnobRegistration kUdpKnobs{
     {"MEGASCALE_UDP_RTO_MIN_US", config::Type::kInt, "1000", "us", "transport",
      "udp: the retransmission timeout's floor (the RTO follows the measured RTT above it)"},
     {"MEGASCALE_UDP_TARGET_US", config::Type::kInt, "0", "us", "transport",
-     "udp: the round-trip delay swift and hybrid aim for; 0: 400 us or four packets' serialization at the line rate, the larger"},
+     "udp: the round-trip delay swift and hybrid aim for; 0: the lowest RTT seen plus four packets' serialization at the line rate (at least 100 us)"},
     {"MEGASCALE_UDP_GIVE_UP_MS", config::Type::kInt, "30000", "ms", "transport",
      "udp: a connection that has delivered nothing for this long fails, naming its peer (link flaps shorter are ridden out)"},
     {"MEGASCALE_UDP_PATH_DOWN_MS", config::Type::kInt, "20", "ms", "transport",
