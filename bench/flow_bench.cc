@@ -238,10 +238,11 @@ int receive(const Args& a) {
     jain_min = std::min(jain_min, jain), jain_sum += jain, ++jain_windows;
   }
   if (csv != nullptr) std::fclose(csv);
+  // Every flow's first message may have been under way before the first of them completed.
   const double span = std::max(last - first, 1e-9);
   std::printf("total transport %s flows %zu bytes %llu seconds %.3f goodput_mbit %.1f errors 0\n", name.c_str(),
               flows.size(), static_cast<unsigned long long>(total), span,
-              static_cast<double>(total - std::min<uint64_t>(total, a.message)) * 8 / span / 1e6);
+              static_cast<double>(total - std::min<uint64_t>(total, a.message * flows.size())) * 8 / span / 1e6);
   std::printf("jain windows %d min %.3f mean %.3f\n", jain_windows, jain_windows ? jain_min : 0,
               jain_windows ? jain_sum / jain_windows : 0);
   return 0;
