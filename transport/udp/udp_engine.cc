@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include "common/crypto.h"
 #include "common/log.h"
@@ -72,16 +73,23 @@ void UdpEngine::receiveFrom(UdpSocket& socket, ReceiveBatch& batch) {
   for (int round = 0; round < kBatchesPerSocket; ++round) {
     const int n = socket.receive(batch);
     const Picoseconds now = this->now();
+    timespec realtime{};
+    clock_gettime(CLOCK_REALTIME, &realtime);
+    const int64_t realtime_ns = static_cast<int64_t>(realtime.tv_sec) * 1'000'000'000 + realtime.tv_nsec;
     touched.clear();
     for (int i = 0; i < n; ++i) {
       udp_wire::Header h;
       if (!udp_wire::parseHeader(batch.data(i), batch.size(i), &h)) continue;  // not ours: dropped
       auto it = halves_.find(h.connection);
       if (it == halves_.end()) continue;
-      it->second->onPacket(h, batch.data(i), batch.size(i), batch.tos(i), now);
+      // The kernel's receive time on our clock; a missing or implausible one (a clock step) counts as now.
+      const int64_t waited_ns = batch.arrivedRealtimeNs(i) > 0 ? realtime_ns - batch.arrivedRealtimeNs(i) : 0;
+      const Picoseconds arrived = waited_ns > 0 && waited_ns < 1'000'000'000 ? now - waited_ns * kNanosecond : now;
+      it->second->onPacket(h, batch.data(i), batch.size(i), batch.tos(i), arrived);
       if (std::find(touched.begin(), touched.end(), it->second) == touched.end()) touched.push_back(it->second);
     }
-    for (UdpHalf* half : touched) half->endOfBatch();
+    const Picoseconds done = this->now();
+    for (UdpHalf* half : touched) half->endOfBatch(done);
     if (n < ReceiveBatch::kDatagrams) return;
   }
 }

@@ -25,11 +25,13 @@ class DatagramOut {
 class UdpHalf {
  public:
   virtual ~UdpHalf() = default;
-  /// A datagram for this connection (its header already checked); `tos`: its IP TOS byte (ECN in the low bits).
+  /// A datagram for this connection (its header already checked); `tos`: its IP TOS byte (ECN in the low bits);
+  /// `arrived`: when the kernel received it (its receive timestamp on the engine's clock, at or before now), so
+  /// that the time the engine took to get to it counts as neither side's network delay.
   virtual void onPacket(const udp_wire::Header& header, const uint8_t* datagram, size_t size, uint8_t tos,
-                        Picoseconds now) = 0;
+                        Picoseconds arrived) = 0;
   /// The engine has handed over every datagram of a receive batch (acknowledgements go out once per batch).
-  virtual void endOfBatch() {}
+  virtual void endOfBatch(Picoseconds now) { (void)now; }
   /// Sends what it may now; returns when it next needs to run (kNever: only when a packet or a post arrives).
   virtual Picoseconds step(Picoseconds now) = 0;
 };

@@ -36,11 +36,11 @@ bool UdpReceiver::record(uint64_t seq) {
   return true;
 }
 
-void UdpReceiver::sendAck(const udp_wire::Header& h, uint8_t flags) {
+void UdpReceiver::sendAck(const udp_wire::Header& h, uint8_t flags, Picoseconds held) {
   const int path = h.path % paths_.count();
   udp_wire::Header out{udp_wire::kMagic, udp_wire::kAck, flags, static_cast<uint16_t>(path), setup_.remote_connection,
                        h.seq, h.sent_ns};
-  udp_wire::Ack a{cumulative_, 0, held_bytes_, ++acks_sent_};
+  udp_wire::Ack a{cumulative_, 0, held_bytes_, ++acks_sent_, std::max<Picoseconds>(held, 0) / kNanosecond};
   for (size_t i = 1; i < above_.size() && i <= 64; ++i) {
     if (above_[i]) a.sack |= uint64_t{1} << (i - 1);
   }
@@ -50,27 +50,28 @@ void UdpReceiver::sendAck(const udp_wire::Header& h, uint8_t flags) {
   (void)out_.send(paths_.localFlow(path), paths_.remote(path), packet, sizeof(packet), nullptr, 0);
 }
 
-void UdpReceiver::acknowledgeLater(const udp_wire::Header& h, uint8_t flags) {
+void UdpReceiver::acknowledgeLater(const udp_wire::Header& h, uint8_t flags, Picoseconds arrived) {
   ack_for_ = h;
+  ack_for_arrived_ = arrived;
   ack_flags_ |= flags;
   ack_due_ = true;
 }
 
-void UdpReceiver::endOfBatch() {
+void UdpReceiver::endOfBatch(Picoseconds now) {
   if (!ack_due_) return;
-  sendAck(ack_for_, ack_flags_);
+  sendAck(ack_for_, ack_flags_, now - ack_for_arrived_);
   ack_due_ = false;
   ack_flags_ = 0;
 }
 
 void UdpReceiver::onPacket(const udp_wire::Header& h, const uint8_t* datagram, size_t size, uint8_t tos,
-                           Picoseconds now) {
-  if (h.kind == udp_wire::kData) return onData(h, datagram, size, tos, now);
-  if (h.kind == udp_wire::kProbe && size == sizeof(udp_wire::Header)) sendAck(h, udp_wire::kProbeReply);
+                           Picoseconds arrived) {
+  if (h.kind == udp_wire::kData) return onData(h, datagram, size, tos, arrived);
+  if (h.kind == udp_wire::kProbe && size == sizeof(udp_wire::Header)) sendAck(h, udp_wire::kProbeReply, 0);
 }
 
 void UdpReceiver::onData(const udp_wire::Header& h, const uint8_t* datagram, size_t size, uint8_t tos,
-                         Picoseconds now) {
+                         Picoseconds arrived) {
   udp_wire::Data d;
   const bool sane = udp_wire::parseData(datagram, size, &d) &&
                     (h.seq < cumulative_ || h.seq - cumulative_ < setup_.max_ahead_packets) &&
@@ -80,15 +81,15 @@ void UdpReceiver::onData(const udp_wire::Header& h, const uint8_t* datagram, siz
     return;
   }
   const bool ce = (tos & kCongestionExperienced) == kCongestionExperienced;
-  const uint8_t flags = (ce ? udp_wire::kEcnEcho : 0) | (cnp_.onArrival(now, ce) ? udp_wire::kCnp : 0);
+  const uint8_t flags = (ce ? udp_wire::kEcnEcho : 0) | (cnp_.onArrival(arrived, ce) ? udp_wire::kCnp : 0);
   if (!record(h.seq)) {
     ++duplicates_;  // its first acknowledgement may have been lost: acknowledge again
-    return acknowledgeLater(h, flags);
+    return acknowledgeLater(h, flags, arrived);
   }
   const bool known = incoming_.count(d.message) > 0;
   if (!known && d.message < next_assign_) {  // a new packet of a message already whole: not ours to trust
     ++malformed_;
-    return acknowledgeLater(h, flags);
+    return acknowledgeLater(h, flags, arrived);
   }
   Incoming& in = incoming_[d.message];
   if (!known) {
@@ -96,7 +97,7 @@ void UdpReceiver::onData(const udp_wire::Header& h, const uint8_t* datagram, siz
     in.size = d.size;
   } else if (in.tag != d.tag || in.size != d.size) {
     ++malformed_;
-    return acknowledgeLater(h, flags);
+    return acknowledgeLater(h, flags, arrived);
   }
   const uint8_t* payload = datagram + udp_wire::kDataHeaderBytes;
   if (in.slot != nullptr) {
@@ -106,7 +107,7 @@ void UdpReceiver::onData(const udp_wire::Header& h, const uint8_t* datagram, siz
     held_bytes_ += d.bytes;
   }
   in.received += d.bytes;
-  acknowledgeLater(h, flags);
+  acknowledgeLater(h, flags, arrived);
   if (in.slot != nullptr) {
     completeIfWhole(d.message);
   } else {
@@ -155,7 +156,7 @@ Picoseconds UdpReceiver::step(Picoseconds) {
   if (window_update_due_) {
     window_update_due_ = false;
     const udp_wire::Header h{udp_wire::kMagic, udp_wire::kAck, 0, 0, 0, 0, 0};
-    sendAck(h, udp_wire::kWindowUpdate);
+    sendAck(h, udp_wire::kWindowUpdate, 0);
   }
   return kNever;
 }

@@ -36,8 +36,8 @@ class UdpReceiver : public UdpHalf {
   const Status& error() const { return error_; }
 
   void onPacket(const udp_wire::Header& header, const uint8_t* datagram, size_t size, uint8_t tos,
-                Picoseconds now) override;
-  void endOfBatch() override;
+                Picoseconds arrived) override;
+  void endOfBatch(Picoseconds now) override;
   Picoseconds step(Picoseconds now) override;
 
   uint64_t heldBytes() const { return held_bytes_; }
@@ -53,15 +53,16 @@ class UdpReceiver : public UdpHalf {
     int buffer = -1;
     std::map<uint64_t, std::vector<uint8_t>> held;  // by offset, until a receive takes it
   };
-  void onData(const udp_wire::Header& h, const uint8_t* datagram, size_t size, uint8_t tos, Picoseconds now);
+  void onData(const udp_wire::Header& h, const uint8_t* datagram, size_t size, uint8_t tos, Picoseconds arrived);
   /// Whether `seq` is new; records it.
   bool record(uint64_t seq);
   /// Gives messages, in order, to the posted buffers.
   void assign();
   void completeIfWhole(uint64_t number);
-  void sendAck(const udp_wire::Header& h, uint8_t flags);
-  /// Acknowledges `h` with the batch's acknowledgement (sent at endOfBatch).
-  void acknowledgeLater(const udp_wire::Header& h, uint8_t flags);
+  /// `held`: how long the packet it answers waited here (0 for a window update or probe reply).
+  void sendAck(const udp_wire::Header& h, uint8_t flags, Picoseconds held);
+  /// Acknowledges `h`, which arrived at `arrived`, with the batch's acknowledgement (sent at endOfBatch).
+  void acknowledgeLater(const udp_wire::Header& h, uint8_t flags, Picoseconds arrived);
   void fail(Status s);
 
   UdpReceiverSetup setup_;
@@ -78,6 +79,7 @@ class UdpReceiver : public UdpHalf {
   uint64_t held_bytes_ = 0;
   bool window_update_due_ = false;
   bool ack_due_ = false;
+  Picoseconds ack_for_arrived_ = 0;  // when the packet the batch's acknowledgement answers arrived
   udp_wire::Header ack_for_{};  // the batch's last data packet
   uint8_t ack_flags_ = 0;
   uint64_t duplicates_ = 0, malformed_ = 0, acks_sent_ = 0;

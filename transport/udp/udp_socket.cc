@@ -18,7 +18,7 @@ namespace megascale::transport {
 namespace {
 
 constexpr uint8_t kEct0 = 0x02;  // ECN-capable transport, codepoint ECT(0)
-constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int));
+constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec));
 
 // The name of the interface holding `ipv4`; empty when none does.
 std::string interfaceOf(const std::string& ipv4) {
@@ -47,7 +47,8 @@ sockaddr_in UdpEndpoint::address() const {
 
 ReceiveBatch::ReceiveBatch()
     : buffers_(static_cast<size_t>(kDatagrams) * kDatagramBytes), messages_(kDatagrams), iovecs_(kDatagrams),
-      from_(kDatagrams), control_(static_cast<size_t>(kDatagrams) * kControlBytes), tos_(kDatagrams) {}
+      from_(kDatagrams), control_(static_cast<size_t>(kDatagrams) * kControlBytes), tos_(kDatagrams),
+      arrived_realtime_ns_(kDatagrams) {}
 
 UdpSocket::UdpSocket(const std::string& ipv4, int traffic_class) {
   fd_ = Fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -62,6 +63,7 @@ UdpSocket::UdpSocket(const std::string& ipv4, int traffic_class) {
   }
   const int on = 1;
   setsockopt(fd_.get(), IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+  setsockopt(fd_.get(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
   const int tos = (traffic_class >= 0 ? traffic_class & 0xfc : 0) | kEct0;
   setsockopt(fd_.get(), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
   sockaddr_in local{};
@@ -106,12 +108,18 @@ int UdpSocket::receive(ReceiveBatch& b) {
   for (int i = 0; i < n; ++i) {
     msghdr& h = b.messages_[static_cast<size_t>(i)].msg_hdr;
     uint8_t tos = 0;
+    int64_t arrived = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
       if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
         tos = *CMSG_DATA(c);
+      } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
+        timespec t;
+        std::memcpy(&t, CMSG_DATA(c), sizeof(t));
+        arrived = static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
       }
     }
     b.tos_[static_cast<size_t>(i)] = tos;
+    b.arrived_realtime_ns_[static_cast<size_t>(i)] = arrived;
   }
   return n;
 }

@@ -1,6 +1,7 @@
 // One UDP flow's socket: bound to the transport's address on a port of its own (its source port is what a
 // fabric's ECMP hashes), large buffers, ECN-capable transport (ECT(0)) in the TOS of every packet it sends, and
-// the TOS of every packet received (IP_RECVTOS), so a switch's CE mark reaches the congestion control.
+// the TOS of every packet received (IP_RECVTOS), so a switch's CE mark reaches the congestion control, and its
+// kernel receive time (SO_TIMESTAMPNS), so a round trip does not include how late the engine got to it.
 // Receives go in batches (recvmmsg).
 #pragma once
 
@@ -24,7 +25,7 @@ struct UdpEndpoint {
   sockaddr_in address() const;
 };
 
-/// Datagrams received in one call, each with its length, TOS byte and sender.
+/// Datagrams received in one call, each with its length, TOS byte, sender and kernel receive time.
 class ReceiveBatch {
  public:
   static constexpr int kDatagrams = 32;
@@ -33,6 +34,8 @@ class ReceiveBatch {
   const uint8_t* data(int i) const { return buffers_.data() + static_cast<size_t>(i) * kDatagramBytes; }
   size_t size(int i) const { return messages_[static_cast<size_t>(i)].msg_len; }
   uint8_t tos(int i) const { return tos_[static_cast<size_t>(i)]; }
+  /// When the kernel received it (SO_TIMESTAMPNS, CLOCK_REALTIME in ns); 0 when it gave no time.
+  int64_t arrivedRealtimeNs(int i) const { return arrived_realtime_ns_[static_cast<size_t>(i)]; }
 
  private:
   friend class UdpSocket;
@@ -42,6 +45,7 @@ class ReceiveBatch {
   std::vector<sockaddr_in> from_;
   std::vector<uint8_t> control_;
   std::vector<uint8_t> tos_;
+  std::vector<int64_t> arrived_realtime_ns_;
 };
 
 class UdpSocket {

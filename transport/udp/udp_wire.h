@@ -2,7 +2,7 @@
 // (an id the two ends swapped over the authenticated setup socket: a datagram naming no connection of ours is
 // dropped) and the path it travels; a data packet carries a piece of one message, an acknowledgement the
 // receiver's view of the sequence space (cumulative plus a 64-packet SACK bitmap) and how many bytes it holds
-// for receives not yet posted (flow control). Both ends are megascale of one build: fields are host order.
+// for receives not yet posted (flow control) and how long it sat on the packet it answers. Both ends are megascale of one build: fields are host order.
 // Everything read from the network is checked (parseData, parseAck): a malformed datagram is dropped, never
 // trusted.
 #pragma once
@@ -47,6 +47,8 @@ struct Ack {
   uint64_t sack;        // bit i: cumulative + 1 + i arrived
   uint64_t held_bytes;  // what the receiver holds for receives not yet posted
   uint64_t number;      // the receiver's count of acknowledgements, from 1: the newest tells held_bytes
+  int64_t delay_ns;     // how long the receiver held the packet it answers before this left (its own delay,
+                        // which the sender's congestion control leaves out of the round trip)
 };
 
 constexpr size_t kDataHeaderBytes = sizeof(Header) + sizeof(Data);

@@ -1,6 +1,7 @@
 // An in-memory network for a udp sender and receiver, on a virtual clock: every datagram is copied, dropped
 // with a path's loss probability (or always, for a path cut), and delivered after a delay, in order of delivery
-// time; the harness steps both halves whenever either asked to run. Deterministic for a seed, so the loss
+// time, to a half that may get to it later than it arrived (host_delay); the harness steps both halves whenever
+// either asked to run. Deterministic for a seed, so the loss
 // recovery and path logic are tested without sockets or real time.
 #pragma once
 
@@ -48,6 +49,7 @@ class LossyWire {
   Picoseconds jitter = 20 * kMicrosecond;  // uniform on top of the delay: packets of different paths reorder
   std::set<int> cut_flows;          // flows (either side's) whose datagrams never arrive: cut paths
   uint8_t tos = 0;                  // the TOS every datagram arrives with (3: CE)
+  Picoseconds host_delay[2] = {0, 0};  // how late each side's engine gets to a datagram after it arrived
   uint64_t carried = 0, dropped = 0;
 
   Picoseconds now() const { return now_; }
@@ -71,12 +73,12 @@ class LossyWire {
         queue_.pop();
         udp_wire::Header h;
         if (!udp_wire::parseHeader(f.bytes.data(), f.bytes.size(), &h)) continue;
-        halves_[f.to]->onPacket(h, f.bytes.data(), f.bytes.size(), tos, now_);
+        halves_[f.to]->onPacket(h, f.bytes.data(), f.bytes.size(), tos, f.arrived);
         delivered[f.to] = true;
         wake[f.to] = now_;  // a packet may open the window or bring an acknowledgement: step it
       }
       for (int side = 0; side < 2; ++side) {
-        if (delivered[side]) halves_[side]->endOfBatch();
+        if (delivered[side]) halves_[side]->endOfBatch(now_);
       }
     }
     return true;
@@ -84,7 +86,8 @@ class LossyWire {
 
  private:
   struct InFlight {
-    Picoseconds at;
+    Picoseconds at;       // when the receiving half gets to it
+    Picoseconds arrived;  // when it reached the receiving host (its kernel timestamp)
     uint64_t order;
     int to;
     std::vector<uint8_t> bytes;
@@ -98,7 +101,8 @@ class LossyWire {
     }
     ++carried;
     const auto spread = static_cast<Picoseconds>(uniform(random_) * static_cast<double>(jitter));
-    queue_.push(InFlight{now_ + delay + spread, order_++, 1 - from, std::move(bytes)});
+    const Picoseconds arrived = now_ + delay + spread;
+    queue_.push(InFlight{arrived + host_delay[1 - from], arrived, order_++, 1 - from, std::move(bytes)});
   }
 
   std::mt19937_64 random_;

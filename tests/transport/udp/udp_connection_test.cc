@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "congestion/swift.h"
 #include "transport/udp/lossy_wire.h"
 #include "transport/udp/udp_congestion.h"
 #include "transport/udp/udp_receiver.h"
@@ -220,6 +221,25 @@ TEST(UdpConnection, TheReceiverHoldsNoMoreThanTheWindowUntilItPosts) {
   ASSERT_TRUE(c.wire.runUntil([&] { return c.allDone(); }, 60 * kSecond)) << c.sender->error().message();
   c.expectExact();
   EXPECT_EQ(c.receiver->heldBytes(), 0u);
+}
+
+// A receiver that gets to its packets late (a busy host) says so in its acknowledgements: the round trip the
+// control law sees is the network's, not the receiver's scheduling delay, so swift does not shrink its window
+// for a queue that is not there.
+TEST(UdpConnection, TheReceiversOwnDelayIsLeftOutOfTheRoundTripTheLawSees) {
+  Options o;
+  o.law = "swift";
+  o.flows = 1;
+  Connection c(11, o);
+  c.wire.jitter = 0;
+  c.wire.host_delay[1] = 2 * kMillisecond;  // the receiver; the wire's two ways take 100 us
+  c.exchange({4 << 20}, 5);
+  c.postReceives();
+  ASSERT_TRUE(c.wire.runUntil([&] { return c.allDone(); }, 20 * kSecond));
+  c.expectExact();
+  const auto& swift = dynamic_cast<const congestion::Swift&>(c.sender->control());
+  EXPECT_GE(swift.smoothedRtt(), 100 * kMicrosecond);
+  EXPECT_LT(swift.smoothedRtt(), 300 * kMicrosecond) << "the receiver's 2 ms would be part of it";
 }
 
 // A datagram naming this connection but lying about its piece: each is dropped and counted, none is written.
