@@ -20,7 +20,7 @@ RATE=${RATE:-500mbit} SECONDS_PER_RUN=${SECONDS_PER_RUN:-6} BUFFER=${BUFFER:-1MB
 [ "$(id -u)" = 0 ] || { echo "SKIPPED: the emulated hosts need root"; exit 77; }
 source testbed/emulated_cluster.sh
 EMU_SWITCH_BIN=$build/testbed/ecn_switch/megascale-ecn-switch
-flow_bench=$build/bench/megascale-flow-bench
+flow_bench=$build/testbed/flow_bench/megascale-flow-bench
 tmp=$(mktemp -d)
 trap 'cluster_down; rm -rf "$tmp"' EXIT
 rate_mbps=$(($(rate_bits "$RATE") / 1000000))

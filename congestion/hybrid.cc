@@ -5,7 +5,8 @@
 namespace megascale::congestion {
 
 bool Hybrid::reactToEcn(Picoseconds now) {
-  if (now - last_ecn_cut_ < h_.ecn_interval) return false;
+  const Picoseconds interval = h_.ecn_once_per_rtt ? std::max(h_.ecn_interval, smoothedRtt()) : h_.ecn_interval;
+  if (now - last_ecn_cut_ < interval) return false;
   last_ecn_cut_ = now;
   setWindow(now, window() * std::max(1 - alpha_ / 2, 1 - params().max_mdf));
   return true;

@@ -16,6 +16,10 @@ struct HybridParams {
   SwiftParams swift;
   double ecn_gain = 1.0 / 16;                     // g
   Picoseconds ecn_interval = 4 * kMicrosecond;    // shortest time between two ECN cuts
+  /// At most one ECN cut per RTT as well (the latest sample): where the round trip is hundreds of microseconds
+  /// (a software transport), a mark echoed on every acknowledgement would otherwise cut the window many times
+  /// for one queue (on the test bed, a 4-to-1 incast took 3.3x its ideal time).
+  bool ecn_once_per_rtt = false;
 };
 
 class Hybrid : public Swift {

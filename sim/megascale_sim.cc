@@ -23,6 +23,8 @@
 #include "sim/rail_allreduce.h"
 #include "sim/topology.h"
 #include "sim/workload.h"
+#include "transport/udp/udp_congestion.h"
+#include "transport/udp/udp_options.h"
 #include "congestion/swift.h"
 #include "congestion/timely.h"
 
@@ -47,6 +49,10 @@ struct Options {
   std::string algorithm = "auto";
   std::string queues;  // prefix of the queue-length CSV and PNG
   double queue_interval_us = 1;
+  uint32_t mtu_bytes = 4096;            // payload per packet
+  uint64_t buffer_bytes = UINT64_MAX;   // every switch port's drop-tail limit
+  uint64_t kmin_bytes = 0, kmax_bytes = 0;  // 0: the thresholds scaled to each port's rate
+  double pmax = 0.2;
 };
 
 // MegaScale's cluster (NSDI'24, section 3.6): 1,536 servers x 8 x 200G NICs, rail-optimized three-tier Clos of
@@ -84,7 +90,12 @@ void applyPreset(const std::string& name, Options* o) {
       "  --aggregations N --cores N     rail-optimized: aggregation switches per rail, core switches (default 2, 2)\n"
       "  --rate-gbps G                  host links (default 100); --fabric-gbps G switch links (default = host)\n"
       "  --delay-us D                   per-link propagation delay (default 1)\n"
-      "  --cc LIST                      comma list of none, dcqcn, dcqcn-paper, swift, hybrid, timely; or all\n"
+      "  --cc LIST                      comma list of none, dcqcn, dcqcn-paper, swift, hybrid, timely; or all;\n"
+      "                                 udp-swift, udp-hybrid, udp-dcqcn, udp-none: the laws as the udp transport\n"
+      "                                 sets them up (its default target, window and packet)\n"
+      "  --mtu-bytes N                  payload per packet (default 4096)\n"
+      "  --buffer-bytes N               every switch port's buffer, drop tail (default unlimited)\n"
+      "  --kmin-bytes N --kmax-bytes N --pmax P  every switch port's ECN marking (default: scaled to its rate)\n"
       "  --workload W                   permutation, incast, alltoall, websearch, fbhadoop, allreduce,\n"
       "                                 or file:PATH (lines \"src dst bytes start_us\")\n"
       "  --bytes B                      flow size, or the all-reduce's bytes per GPU (default 2000000)\n"
@@ -128,7 +139,7 @@ Options parse(int argc, char** argv) {
   Options o;
   enum { kTopology = 1000, kK, kHosts, kServers, kRails, kGroup, kRate, kFabric, kDelay, kCc, kWorkload, kBytes,
          kLoad, kDuration, kPfc, kSpray, kSeed, kEnd, kCsv, kHelp, kAggregations, kCores, kUnit, kNvlink, kAlgorithm,
-         kPreset, kQueues, kQueueInterval, kRanksPerHost };
+         kPreset, kQueues, kQueueInterval, kRanksPerHost, kMtu, kBuffer, kKmin, kKmax, kPmax };
   static const option longs[] = {
       {"topology", required_argument, nullptr, kTopology}, {"k", required_argument, nullptr, kK},
       {"hosts", required_argument, nullptr, kHosts},       {"servers", required_argument, nullptr, kServers},
@@ -145,6 +156,9 @@ Options parse(int argc, char** argv) {
       {"algorithm", required_argument, nullptr, kAlgorithm}, {"preset", required_argument, nullptr, kPreset},
       {"queues", required_argument, nullptr, kQueues},     {"queue-interval-us", required_argument, nullptr, kQueueInterval},
       {"ranks-per-host", required_argument, nullptr, kRanksPerHost},
+      {"mtu-bytes", required_argument, nullptr, kMtu},     {"buffer-bytes", required_argument, nullptr, kBuffer},
+      {"kmin-bytes", required_argument, nullptr, kKmin},   {"kmax-bytes", required_argument, nullptr, kKmax},
+      {"pmax", required_argument, nullptr, kPmax},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, nullptr)) != -1) {
@@ -180,6 +194,11 @@ Options parse(int argc, char** argv) {
       case kPreset: applyPreset(optarg, &o); break;
       case kQueues: o.queues = optarg; break;
       case kQueueInterval: o.queue_interval_us = number("--queue-interval-us", optarg, 0.001); break;
+      case kMtu: o.mtu_bytes = static_cast<uint32_t>(number("--mtu-bytes", optarg, 256)); break;
+      case kBuffer: o.buffer_bytes = static_cast<uint64_t>(number("--buffer-bytes", optarg, 1)); break;
+      case kKmin: o.kmin_bytes = static_cast<uint64_t>(number("--kmin-bytes", optarg, 0)); break;
+      case kKmax: o.kmax_bytes = static_cast<uint64_t>(number("--kmax-bytes", optarg, 1)); break;
+      case kPmax: o.pmax = number("--pmax", optarg, 0); break;
       case kHelp:
       case 'h': usage(0);
       default: usage(2);
@@ -190,6 +209,10 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   if (o.fabric_gbps == 0) o.fabric_gbps = o.rate_gbps;
+  if ((o.kmin_bytes > 0 || o.kmax_bytes > 0) && (o.kmax_bytes <= o.kmin_bytes || o.pmax > 1)) {
+    std::fprintf(stderr, "megascale-sim: --kmin-bytes and --kmax-bytes go together, kmin < kmax, and --pmax <= 1\n");
+    std::exit(2);
+  }
   if (o.ranks_per_host > 1 && (o.topology == "rail" || o.workload != "allreduce")) {
     std::fprintf(stderr, "megascale-sim: --ranks-per-host is for the all-reduce on fattree or star (a rail server's GPUs are --rails)\n");
     std::exit(2);
@@ -205,7 +228,12 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-ControlFactory controlNamed(const std::string& name, double line_bps) {
+ControlFactory controlNamed(const std::string& name, double line_bps, uint32_t packet_bytes) {
+  if (name.rfind("udp-", 0) == 0) {
+    const transport::UdpControlSetup setup{name.substr(4), line_bps, packet_bytes, transport::UdpOptions{}.window_bytes, 0};
+    transport::makeUdpControl(setup);  // an unknown law throws here, not per flow
+    return [setup] { return transport::makeUdpControl(setup); };
+  }
   if (name == "none") return [line_bps] { return std::make_unique<congestion::LineRate>(line_bps); };
   if (name == "dcqcn") return [line_bps] { return std::make_unique<congestion::Dcqcn>(congestion::DcqcnParams::firmware(line_bps)); };
   if (name == "dcqcn-paper") return [line_bps] { return std::make_unique<congestion::Dcqcn>(congestion::DcqcnParams::paper(line_bps)); };
@@ -223,7 +251,8 @@ ControlFactory controlNamed(const std::string& name, double line_bps) {
     timely.additive_step_bps = line_bps / 1000;
     return [timely] { return std::make_unique<congestion::Timely>(timely); };
   }
-  throw std::invalid_argument("unknown congestion control '" + name + "' (none, dcqcn, dcqcn-paper, swift, hybrid, timely)");
+  throw std::invalid_argument("unknown congestion control '" + name +
+                              "' (none, dcqcn, dcqcn-paper, swift, hybrid, timely, udp-swift, udp-hybrid, udp-dcqcn, udp-none)");
 }
 
 void buildTopology(Network& net, const Options& o) {
@@ -246,9 +275,11 @@ void buildTopology(Network& net, const Options& o) {
   } else {
     throw std::invalid_argument("unknown topology '" + o.topology + "' (fattree, rail, star)");
   }
-  net.configureSwitchPorts([](Port& port) {
+  net.configureSwitchPorts([&o](Port& port) {
     port.marks_ecn = true;
     port.ecn = congestion::EcnThresholds::scaledTo(port.rateBps());
+    if (o.kmax_bytes > 0) port.ecn = congestion::EcnThresholds{o.kmin_bytes, o.kmax_bytes, o.pmax};
+    port.buffer_bytes = o.buffer_bytes;
   });
 }
 
@@ -279,6 +310,7 @@ NetworkParams paramsFor(const Options& o) {
   params.spraying = o.spray;
   params.seed = o.seed;
   params.unit_packets = o.unit_packets;
+  params.mtu_payload = o.mtu_bytes;
   return params;
 }
 
@@ -366,7 +398,7 @@ AllReduceOutcome runAllReduce(Network& net, const Options& o, const ControlFacto
 }
 
 int run(const Options& o) {
-  for (const std::string& name : o.controls) controlNamed(name, o.rate_gbps * 1e9);  // refuse typos before running
+  for (const std::string& name : o.controls) controlNamed(name, o.rate_gbps * 1e9, o.mtu_bytes);  // refuse typos before running
   const bool allreduce = o.workload == "allreduce";
   std::printf("# megascale-sim: %s, %s, %zu control(s), %s%s, %u packet(s) per simulated unit\n",
               o.topology.c_str(), o.workload.c_str(), o.controls.size(), o.pfc ? "PFC" : "no PFC",
@@ -376,14 +408,15 @@ int run(const Options& o) {
                 "network us", "step us", "busbw GB/s", "NIC busbw", "drops", "resent", "marks", "pauses", "paused us",
                 "events", "Mevents/s", "wall s");
   } else {
-    std::printf("# %-12s %8s %8s %9s %9s %10s %7s %7s %9s %7s %9s %12s %9s\n", "cc", "flows", "done", "p50 slow",
-                "p99 slow", "max FCT us", "drops", "resent", "marks", "pauses", "paused us", "events", "Mevents/s");
+    std::printf("# %-12s %8s %8s %9s %9s %10s %11s %7s %7s %9s %7s %9s %12s %9s\n", "cc", "flows", "done", "p50 slow",
+                "p99 slow", "max FCT us", "peak queue", "drops", "resent", "marks", "pauses", "paused us", "events",
+                "Mevents/s");
   }
   for (const std::string& name : o.controls) {
     const auto wall = std::chrono::steady_clock::now();
     Network net(paramsFor(o));
     buildTopology(net, o);
-    const ControlFactory control = controlNamed(name, o.rate_gbps * 1e9);
+    const ControlFactory control = controlNamed(name, o.rate_gbps * 1e9, o.mtu_bytes + NetworkParams{}.header_bytes);
     const Picoseconds end = static_cast<Picoseconds>(o.end_ms * kMillisecond);
     const std::unique_ptr<QueueMonitor> monitor = watchSwitchQueues(net, o);
     const auto sim_start = std::chrono::steady_clock::now();
@@ -421,8 +454,11 @@ int run(const Options& o) {
       max_fct = std::max(max_fct, fct / kMicrosecond);
       slowdowns.push_back(std::max(1.0, fct / static_cast<double>(idealFct(net, r.src, r.dst, r.bytes))));
     }
-    std::printf("  %-12s %8zu %8zu %9.2f %9.2f %10.1f %7llu %7llu %9llu %7llu %9.1f %12llu %9.2f\n", name.c_str(),
+    uint64_t peak_queue = 0;  // bytes, the fullest switch port's data queue
+    for (const Port* port : net.switchPorts()) peak_queue = std::max(peak_queue, port->stats.max_queue_bytes);
+    std::printf("  %-12s %8zu %8zu %9.2f %9.2f %10.1f %11llu %7llu %7llu %9llu %7llu %9.1f %12llu %9.2f\n", name.c_str(),
                 net.results().size(), done, percentile(slowdowns, 50), percentile(slowdowns, 99), max_fct,
+                static_cast<unsigned long long>(peak_queue),
                 static_cast<unsigned long long>(net.drops()), static_cast<unsigned long long>(t.resent),
                 static_cast<unsigned long long>(t.marks), static_cast<unsigned long long>(t.pauses),
                 static_cast<double>(t.paused) / kMicrosecond, static_cast<unsigned long long>(events), rate);

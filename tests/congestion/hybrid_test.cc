@@ -32,5 +32,18 @@ TEST(Hybrid, ReactsToEcnAtOnceAndNeverGrowsOnAMarkedAck) {
   EXPECT_DOUBLE_EQ(h.windowPackets(), 5.2 * (1 - alpha / 2) * (1 - alpha / 2));
 }
 
+TEST(Hybrid, OnceAnRttCutsAtMostOncePerRoundTrip) {
+  HybridParams p;
+  p.swift = smallWindow();
+  p.ecn_once_per_rtt = true;
+  Hybrid h(p);
+  h.onAck(ack(0, 300 * kUs, true));  // the first mark cuts at once
+  EXPECT_DOUBLE_EQ(h.windowPackets(), 5);
+  h.onAck(ack(100 * kUs, 300 * kUs, true));  // 100 us later: past ecn_interval, within the 300 us RTT
+  EXPECT_DOUBLE_EQ(h.windowPackets(), 5) << "the same queue's marks, one round trip";
+  h.onAck(ack(301 * kUs, 300 * kUs, true));
+  EXPECT_LT(h.windowPackets(), 5) << "a round trip later: cut again";
+}
+
 }  // namespace
 }  // namespace megascale::congestion

@@ -29,6 +29,7 @@ std::unique_ptr<congestion::SenderControl> makeUdpControl(const UdpControlSetup&
   if (s.law == "hybrid") {
     congestion::HybridParams hybrid;
     hybrid.swift = swift;
+    hybrid.ecn_once_per_rtt = true;
     return std::make_unique<congestion::Hybrid>(hybrid);
   }
   if (s.law == "dcqcn") {

@@ -18,17 +18,21 @@ constexpr uint32_t kWakeTag = UINT32_MAX;
 constexpr int kBatchesPerSocket = 8;  // per wake: one busy flow must not starve the timers of the others
 }  // namespace
 
-UdpEngine::UdpEngine(const std::string& ipv4, int flows, int traffic_class)
-    : epoll_(epoll_create1(EPOLL_CLOEXEC)), wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+UdpEngine::UdpEngine(const std::vector<std::string>& rails, int flows, int traffic_class, int send_batch)
+    : send_batch_(send_batch), epoll_(epoll_create1(EPOLL_CLOEXEC)), wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       start_(std::chrono::steady_clock::now()) {
   if (!epoll_.valid() || !wake_.valid()) throw Error(ErrorCode::kSystem, "udp: epoll or eventfd: " + errnoText(errno));
-  for (int i = 0; i < flows; ++i) {
-    sockets_.push_back(std::make_unique<UdpSocket>(ipv4, traffic_class));
-    endpoints_.push_back(sockets_.back()->endpoint());
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.u32 = static_cast<uint32_t>(i);
-    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, sockets_.back()->fd(), &e);
+  for (const std::string& ipv4 : rails) {
+    for (int i = 0; i < flows; ++i) {
+      epoll_event e{};
+      e.events = EPOLLIN;
+      e.data.u32 = static_cast<uint32_t>(sockets_.size());
+      sockets_.push_back(std::make_unique<UdpSocket>(ipv4, traffic_class));
+      endpoints_.push_back(sockets_.back()->endpoint());
+      batches_.emplace_back(send_batch);
+      socket_full_.push_back(0);
+      epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, sockets_.back()->fd(), &e);
+    }
   }
   epoll_event e{};
   e.events = EPOLLIN;
@@ -65,7 +69,28 @@ Picoseconds UdpEngine::now() const {
 
 bool UdpEngine::send(int flow, const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload,
                      size_t payload_bytes) {
-  return sockets_[static_cast<size_t>(flow)]->send(to, head, head_bytes, payload, payload_bytes);
+  const auto i = static_cast<size_t>(flow);
+  if (send_batch_ <= 1) return sockets_[i]->send(to, head, head_bytes, payload, payload_bytes);
+  if (socket_full_[i]) return false;
+  if (batches_[i].full()) flush(i);
+  if (socket_full_[i]) return false;
+  batches_[i].add(to, head, head_bytes, payload, payload_bytes);
+  return true;
+}
+
+void UdpEngine::flush(size_t flow) {
+  const int lost = batches_[flow].flush(*sockets_[flow]);
+  if (lost > 0) {
+    lost_sends_ += static_cast<uint64_t>(lost);
+    socket_full_[flow] = 1;
+  }
+}
+
+void UdpEngine::endRound() {
+  for (size_t i = 0; i < batches_.size(); ++i) {
+    if (!batches_[i].empty()) flush(i);
+    socket_full_[i] = 0;
+  }
 }
 
 void UdpEngine::receiveFrom(UdpSocket& socket, ReceiveBatch& batch) {
@@ -90,6 +115,7 @@ void UdpEngine::receiveFrom(UdpSocket& socket, ReceiveBatch& batch) {
     }
     const Picoseconds done = this->now();
     for (UdpHalf* half : touched) half->endOfBatch(done);
+    endRound();  // the batch's acknowledgements leave before the next receive
     if (n < ReceiveBatch::kDatagrams) return;
   }
 }
@@ -115,6 +141,7 @@ void UdpEngine::run() {
     const Picoseconds now = this->now();
     next = kNever;
     for (auto& [id, half] : halves_) next = std::min(next, half->step(now));
+    endRound();
   }
 }
 

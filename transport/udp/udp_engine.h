@@ -15,14 +15,16 @@
 
 #include "common/socket.h"
 #include "transport/udp/udp_half.h"
+#include "transport/udp/udp_send_batch.h"
 #include "transport/udp/udp_socket.h"
 
 namespace megascale::transport {
 
 class UdpEngine : public DatagramOut {
  public:
-  /// Binds `flows` sockets on `ipv4` and starts the thread. Throws Error naming the address.
-  UdpEngine(const std::string& ipv4, int flows, int traffic_class);
+  /// Binds `flows` sockets on each of `rails` (IPv4 addresses), rail by rail, and starts the thread. Up to
+  /// `send_batch` datagrams per socket leave in one sendmmsg (1: a sendmsg each). Throws Error naming the address.
+  UdpEngine(const std::vector<std::string>& rails, int flows, int traffic_class, int send_batch);
   ~UdpEngine() override;
   UdpEngine(const UdpEngine&) = delete;
   UdpEngine& operator=(const UdpEngine&) = delete;
@@ -38,15 +40,26 @@ class UdpEngine : public DatagramOut {
   /// Wakes the thread to step every half (a message was posted).
   void wake();
   Picoseconds now() const;
+  /// Queues the datagram on the flow's batch (sent when the batch fills or the round ends); false when the
+  /// flow's socket was found full this round (the caller retries later).
   bool send(int flow, const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload,
             size_t payload_bytes) override;
+  /// Datagrams queued that could not leave (full socket buffers): lost, recovered as any loss.
+  uint64_t lostSends() const { return lost_sends_; }
 
  private:
   void run();
   void receiveFrom(UdpSocket& socket, ReceiveBatch& batch);
+  void flush(size_t flow);
+  /// Sends every batch; a socket found full is refused until the next round.
+  void endRound();
 
   std::vector<std::unique_ptr<UdpSocket>> sockets_;
   std::vector<UdpEndpoint> endpoints_;
+  int send_batch_;
+  std::vector<UdpSendBatch> batches_;  // per socket
+  std::vector<char> socket_full_;      // per socket: a flush this round left datagrams behind
+  uint64_t lost_sends_ = 0;
   std::unordered_map<uint64_t, UdpHalf*> halves_;
   std::vector<UdpHalf*> touched_;  // the halves a receive batch reached (kept: no allocation per batch)
   std::mutex mutex_;

@@ -9,7 +9,10 @@ namespace {
 
 const config::KnobRegistration kUdpKnobs{
     {"MEGASCALE_UDP_FLOWS", config::Type::kInt, "4", "flows", "transport",
-     "udp: flows (UDP source ports) per connection, 1..64; packets are sprayed over every flow that delivers"},
+     "udp: flows (UDP source ports) per rail, 1..64; packets are sprayed over every flow that delivers"},
+    {"MEGASCALE_UDP_RAILS", config::Type::kString, "", "", "transport",
+     "udp: the interfaces whose addresses are rails, as NCCL_SOCKET_IFNAME selects them (\"rail\": rail0, rail1, ...); "
+     "every rail gets MEGASCALE_UDP_FLOWS flows; empty: the bind address alone"},
     {"MEGASCALE_UDP_CC", config::Type::kString, "swift", "", "transport",
      "udp: congestion control, swift (delay), dcqcn (ECN, rate), hybrid (delay and ECN, MegaScale's) or none"},
     {"MEGASCALE_UDP_PAYLOAD", config::Type::kInt, "0", "bytes", "transport",
@@ -17,7 +20,7 @@ const config::KnobRegistration kUdpKnobs{
     {"MEGASCALE_UDP_WINDOW", config::Type::kInt, "33554432", "bytes", "transport",
      "udp: bytes a connection keeps in flight plus those its receiver holds for receives not yet posted"},
     {"MEGASCALE_UDP_LINE_MBPS", config::Type::kInt, "0", "Mb/s", "transport",
-     "udp: the rate a connection starts at and never exceeds; 0: the interface's speed (10 where it has none)"},
+     "udp: one rail's rate; a connection starts at and never exceeds the rails' sum; 0: the interface's speed (10000 where it has none)"},
     {"MEGASCALE_UDP_RTO_MIN_US", config::Type::kInt, "1000", "us", "transport",
      "udp: the retransmission timeout's floor (the RTO follows the measured RTT above it)"},
     {"MEGASCALE_UDP_TARGET_US", config::Type::kInt, "0", "us", "transport",
@@ -25,13 +28,16 @@ const config::KnobRegistration kUdpKnobs{
     {"MEGASCALE_UDP_GIVE_UP_MS", config::Type::kInt, "30000", "ms", "transport",
      "udp: a connection that has delivered nothing for this long fails, naming its peer (link flaps shorter are ridden out)"},
     {"MEGASCALE_UDP_PATH_DOWN_MS", config::Type::kInt, "20", "ms", "transport",
-     "udp: a flow that has delivered nothing this long while its connection's others do leaves the spray, and is probed back in"}};
+     "udp: a flow that has delivered nothing this long while its connection's others do leaves the spray, and is probed back in"},
+    {"MEGASCALE_UDP_SEND_BATCH", config::Type::kInt, "32", "datagrams", "transport",
+     "udp: datagrams a socket sends in one sendmmsg call, 1..64 (1: one sendmsg each)"}};
 
 }  // namespace
 
 UdpOptions udpOptionsFromConfig() {
   UdpOptions o;
   o.flows = static_cast<int>(knobInRange("MEGASCALE_UDP_FLOWS", 1, 64));
+  o.rails = config::getString("MEGASCALE_UDP_RAILS");
   o.congestion = config::getString("MEGASCALE_UDP_CC");
   if (o.congestion != "swift" && o.congestion != "dcqcn" && o.congestion != "hybrid" && o.congestion != "none") {
     throw Error(ErrorCode::kInvalidArgument,
@@ -48,6 +54,7 @@ UdpOptions udpOptionsFromConfig() {
   o.target_delay_us = knobInRange("MEGASCALE_UDP_TARGET_US", 0, 10'000'000);
   o.give_up_ms = knobInRange("MEGASCALE_UDP_GIVE_UP_MS", 1, int64_t{1} << 40);
   o.path_down_ms = knobInRange("MEGASCALE_UDP_PATH_DOWN_MS", 1, 3'600'000);
+  o.send_batch = static_cast<int>(knobInRange("MEGASCALE_UDP_SEND_BATCH", 1, 64));
   return o;
 }
 

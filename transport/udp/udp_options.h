@@ -1,5 +1,5 @@
-// The udp transport's own options, and its knobs (MEGASCALE_UDP_*): how many flows a connection sprays its
-// packets over, the congestion control, the packet size, the receive window, and the retransmission budget.
+// The udp transport's own options, and its knobs (MEGASCALE_UDP_*): which rails and how many flows on each a
+// connection sprays its packets over, the congestion control, the packet size, the receive window, and the retransmission budget.
 #pragma once
 
 #include <cstddef>
@@ -9,15 +9,19 @@
 namespace megascale::transport {
 
 struct UdpOptions {
-  int flows = 4;                     // UDP flows (source ports) per connection, each a path of its own
+  int flows = 4;                     // UDP flows (source ports) per rail, each a path of its own
+  std::string rails;                 // interfaces whose addresses are rails, NCCL_SOCKET_IFNAME syntax ("rail":
+                                     // rail0, rail1, ...); "": the transport's bind address alone
   std::string congestion = "swift";  // swift, dcqcn, hybrid or none
   size_t payload_bytes = 0;          // bytes of message per packet; 0: the interface's MTU allows
   size_t window_bytes = 32 << 20;    // bytes in flight plus bytes the receiver holds for receives not posted
-  int64_t line_mbps = 0;             // the rate the control starts from and never exceeds; 0: the interface's
+  int64_t line_mbps = 0;             // one rail's rate; a connection starts at and never exceeds the rails' sum;
+                                     // 0: the interface's speed
   int64_t rto_min_us = 1000;         // the retransmission timeout's floor
   int64_t target_delay_us = 0;       // swift and hybrid: the RTT they aim for; 0: from the line rate
   int64_t give_up_ms = 30000;        // a connection that delivers nothing this long fails, naming the peer
   int64_t path_down_ms = 20;         // a flow that delivers nothing this long while others do leaves the spray
+  int send_batch = 32;               // datagrams per sendmmsg on a socket; 1: a sendmsg each
 };
 
 /// The MEGASCALE_UDP_* knobs. Throws Error(kInvalidArgument) naming a bad value.

@@ -256,7 +256,9 @@ Picoseconds UdpSender::step(Picoseconds now) {
       break;
     }
     if (!resend_.empty() && resend_.front() == seq) resend_.pop_front();
-    const uint64_t wire = find(seq)->bytes + udp_wire::kDataHeaderBytes + 28;  // IP and UDP headers too
+    // IP and UDP headers, and Ethernet's framing (header, FCS, preamble, gap): paced at the line rate on fewer
+    // bytes than the wire carries, a flow outruns its own link and keeps a queue standing.
+    const uint64_t wire = find(seq)->bytes + udp_wire::kDataHeaderBytes + 28 + 38;
     const Picoseconds gap = std::max(control_->pacingGap(static_cast<uint32_t>(wire)),
                                      serializationTime(wire, setup_.line_bps));
     // A wake-up later than the slack keeps up to kCatchUpPackets of the time it lost as credit: on a busy host

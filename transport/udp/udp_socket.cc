@@ -90,6 +90,23 @@ bool UdpSocket::send(const sockaddr_in& to, const void* head, size_t head_bytes,
   return sendmsg(fd_.get(), &message, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0;
 }
 
+int UdpSocket::sendBatch(mmsghdr* messages, int count) {
+  int done = 0, sent = 0;
+  while (done < count) {
+    const int n = sendmmsg(fd_.get(), messages + done, static_cast<unsigned>(count - done), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      done += n, sent += n;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+      break;  // the socket's buffer is full: what is left waits for no one
+    } else {
+      ++done;  // the first datagram left was refused (an unreachable peer, a link down): it is lost
+    }
+  }
+  return sent;
+}
+
 int UdpSocket::receive(ReceiveBatch& b) {
   for (int i = 0; i < ReceiveBatch::kDatagrams; ++i) {
     const auto k = static_cast<size_t>(i);

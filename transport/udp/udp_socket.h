@@ -57,6 +57,9 @@ class UdpSocket {
   /// One datagram of `head` then `payload` to `to`. False when the socket's buffer is full (retry later) or
   /// the network refused it now (an unreachable peer: the retransmission timer takes over).
   bool send(const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload, size_t payload_bytes);
+  /// Prepared datagrams in as few sendmmsg calls as the kernel allows; returns how many were sent. It stops at a
+  /// full socket buffer; a datagram the network refuses outright is skipped (lost).
+  int sendBatch(mmsghdr* messages, int count);
   /// Up to ReceiveBatch::kDatagrams datagrams waiting now; 0 when none.
   int receive(ReceiveBatch& batch);
 

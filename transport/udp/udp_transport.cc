@@ -4,6 +4,7 @@
 #include <any>
 #include <cstring>
 
+#include "common/ipv4_interfaces.h"
 #include "transport/net_transport.h"
 #include "transport/oob_endpoints.h"
 #include "transport/udp/udp_comm.h"
@@ -62,22 +63,43 @@ uint64_t reserveId(UdpEngine& engine) {
   return engine.newConnectionId();
 }
 
+// The addresses of the rails `spec` selects (MEGASCALE_UDP_RAILS), or `bind` alone when it selects none.
+std::vector<std::string> railAddresses(const std::string& spec, const std::string& bind) {
+  if (spec.empty()) return {bind};
+  std::vector<std::string> rails;
+  for (const Ipv4Interface& i : selectedIpv4Interfaces(spec)) {
+    if (!i.loopback || i.address == bind) rails.push_back(i.address);
+  }
+  if (rails.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "udp: MEGASCALE_UDP_RAILS='" + spec + "' selects no interface that is up with an IPv4 address");
+  }
+  return rails;
+}
+
 }  // namespace
 
 UdpTransport::UdpTransport(const TransportOptions& options)
-    : options_(options), ipv4_(options.bind_address.empty() ? "127.0.0.1" : options.bind_address) {
-  // Datagrams the interface carries unfragmented (jumbo frames at most: a lost fragment loses the whole packet).
-  const int mtu = std::min(interfaceMtu(ipv4_), 9000);
+    : options_(options), ipv4_(options.bind_address.empty() ? "127.0.0.1" : options.bind_address),
+      rails_(railAddresses(options.udp.rails, ipv4_)) {
+  if (rails_.size() * static_cast<size_t>(options.udp.flows) > static_cast<size_t>(kMaxFlows)) {
+    throw Error(ErrorCode::kInvalidArgument, "udp: " + std::to_string(rails_.size()) + " rails x " +
+                std::to_string(options.udp.flows) + " flows: at most " + std::to_string(kMaxFlows) + " sockets");
+  }
+  // Datagrams every rail carries unfragmented (jumbo frames at most: a lost fragment loses the whole packet).
+  int mtu = 9000;
+  for (const std::string& rail : rails_) mtu = std::min(mtu, interfaceMtu(rail));
   payload_bytes_ = options.udp.payload_bytes > 0 ? options.udp.payload_bytes
                                                  : static_cast<size_t>(mtu) - 28 - udp_wire::kDataHeaderBytes;
-  const int64_t mbps = options.udp.line_mbps > 0 ? options.udp.line_mbps : interfaceSpeedMbps(ipv4_);
-  line_bps_ = static_cast<double>(mbps > 0 ? mbps : 10000) * 1e6;
-  engine_ = std::make_shared<UdpEngine>(ipv4_, options.udp.flows, options.traffic_class);
+  // A connection sprays over every rail: its ceiling is their sum.
+  const int64_t mbps = options.udp.line_mbps > 0 ? options.udp.line_mbps : interfaceSpeedMbps(rails_.front());
+  line_bps_ = static_cast<double>(mbps > 0 ? mbps : 10000) * 1e6 * static_cast<double>(rails_.size());
+  engine_ = std::make_shared<UdpEngine>(rails_, options.udp.flows, options.traffic_class, options.udp.send_batch);
   properties_.name = "udp";
   properties_.speed_gbps = line_bps_ / 1e9;
   properties_.latency_us = 20;
   properties_.max_recvs = kMaxRecvs;
-  properties_.lanes = std::to_string(options.udp.flows) + " flow(s) per connection, " + options.udp.congestion +
+  properties_.lanes = std::to_string(rails_.size()) + " rail(s) x " + std::to_string(options.udp.flows) +
+                      " flow(s) per connection, " + options.udp.congestion +
                       ", " + std::to_string(payload_bytes_) + "-byte packets";
 }
 

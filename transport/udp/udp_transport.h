@@ -2,10 +2,13 @@
 // recovery and multipath - the Ultra Ethernet / UCCL idea in software. Setup is one authenticated exchange over
 // the setup socket (oob_link.h: the job secret, then each side's connection id, flows and payload size); the
 // first message needs no further round trip. Data: udp_sender.h and udp_receiver.h on an engine thread per
-// transport (udp_engine.h) whose flows' sockets every connection of the transport shares.
+// transport (udp_engine.h) whose flows' sockets every connection of the transport shares: MEGASCALE_UDP_FLOWS on
+// each rail (MEGASCALE_UDP_RAILS), rail by rail, so that path i joins the two ends' same rail and flow.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "transport/transport.h"
 #include "transport/udp/udp_engine.h"
@@ -23,7 +26,8 @@ class UdpTransport : public Transport {
  private:
   TransportOptions options_;
   Properties properties_;
-  std::string ipv4_;
+  std::string ipv4_;                // the setup socket's address
+  std::vector<std::string> rails_;  // the flows' addresses: every rail, or ipv4_ alone
   size_t payload_bytes_;
   double line_bps_;
   std::shared_ptr<UdpEngine> engine_;

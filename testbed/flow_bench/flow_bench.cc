@@ -1,10 +1,12 @@
-// megascale-flow-bench: bulk flows over one network transport between emulated hosts, for the congestion and
-// loss measurements of bench/udp_testbed.sh: goodput per flow, Jain fairness over fixed windows, and every byte
-// checked. One receiver accepts N flows; each sender streams messages for a time, then an end marker.
+// megascale-flow-bench: bulk flows over one network transport between emulated hosts, for the namespace tests
+// and the congestion and loss measurements of bench/udp_testbed.sh: goodput per flow, its longest stall, Jain
+// fairness over fixed windows, and every byte checked. One receiver accepts N flows; each sender streams messages for a time, then an end marker.
 //   megascale-flow-bench receive --bind ADDR --handle FILE --flows N [--message BYTES] [--depth D]
 //                                [--window-ms MS] [--windows CSV] [--timeout-s S]
-//   megascale-flow-bench send --bind ADDR --handle FILE --flow ID --seconds S [--message BYTES] [--depth D]
-//                             [--timeout-s S]
+//   megascale-flow-bench send --bind ADDR --handle FILE --flow ID (--seconds S | --messages N)
+//                             [--message BYTES] [--depth D] [--timeout-s S]
+// A sender of --messages prints its completion time: from its first send to the last one done (every packet
+// acknowledged, for udp), as a simulator's flow completion time.
 // The transport is MEGASCALE_TRANSPORT's network transport with the MEGASCALE_* knobs in effect.
 #include <poll.h>
 
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -25,7 +28,7 @@
 #include "transport/net_transport.h"
 #include "transport/registry.h"
 
-namespace megascale::bench {
+namespace megascale::testbed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -35,6 +38,7 @@ constexpr size_t kSmallestMessage = 64;
 struct Args {
   std::string role, bind, handle, windows_csv;
   int flows = 1, flow = 0, depth = 4;
+  uint64_t messages = 0;  // send: this many, then stop (0: for --seconds)
   size_t message = 1 << 20;
   double seconds = 5, window_ms = 1000, timeout_s = 120;
 };
@@ -55,6 +59,7 @@ Args parseArgs(int argc, char** argv) {
     else if (flag == "--depth") a.depth = std::stoi(v);
     else if (flag == "--message") a.message = std::stoull(v);
     else if (flag == "--seconds") a.seconds = std::stod(v);
+    else if (flag == "--messages") a.messages = std::stoull(v);
     else if (flag == "--window-ms") a.window_ms = std::stod(v);
     else if (flag == "--timeout-s") a.timeout_s = std::stod(v);
     else throw std::invalid_argument("unknown flag " + flag);
@@ -113,6 +118,7 @@ struct FlowStats {
   int id = -1;
   uint64_t bytes = 0, messages = 0;
   double first_s = -1, last_s = 0;
+  double longest_gap_s = 0;  // between two messages completing: how long the flow stalled at worst
   bool ended = false;
   std::vector<uint64_t> window_bytes;
 };
@@ -194,6 +200,7 @@ int receive(const Args& a) {
                                    " differs at byte " + std::to_string(wrong * 8));
         }
         if (f.first_s < 0) f.first_s = now;
+        if (f.messages > 0) f.longest_gap_s = std::max(f.longest_gap_s, now - f.last_s);
         f.last_s = now;
         f.bytes += size;
         ++f.messages;
@@ -215,8 +222,10 @@ int receive(const Args& a) {
   for (const FlowStats& f : flows) {
     // From the end of its first message to the end of its last: the first message's bytes arrived before.
     const double span = std::max(f.last_s - f.first_s, 1e-9);
-    std::printf("flow %d bytes %llu seconds %.3f goodput_mbit %.1f\n", f.id, static_cast<unsigned long long>(f.bytes),
-                span, static_cast<double>(f.bytes - std::min<uint64_t>(f.bytes, a.message)) * 8 / span / 1e6);
+    std::printf("flow %d bytes %llu seconds %.3f goodput_mbit %.1f longest_stall_ms %.1f\n", f.id,
+                static_cast<unsigned long long>(f.bytes), span,
+                static_cast<double>(f.bytes - std::min<uint64_t>(f.bytes, a.message)) * 8 / span / 1e6,
+                f.longest_gap_s * 1000);
     total += f.bytes;
     first = std::min(first, f.first_s), last = std::max(last, f.last_s);
     shared_from = std::max(shared_from, f.first_s), shared_to = std::min(shared_to, f.last_s);
@@ -282,9 +291,12 @@ int send(const Args& a) {
   std::deque<Send> in_flight;
   uint64_t messages = 0, bytes = 0;
   const Clock::time_point sending = Clock::now();
+  timespec started{};  // the wall clock, comparable across the hosts of one machine (a simulator's flow start)
+  clock_gettime(CLOCK_REALTIME, &started);
   bool marker_sent = false;
+  double data_done_s = 0;  // when the last data message's send completed
   while (true) {
-    const bool sending_data = secondsSince(sending) < a.seconds;
+    const bool sending_data = a.messages > 0 ? messages < a.messages : secondsSince(sending) < a.seconds;
     while (static_cast<int>(in_flight.size()) < a.depth && (sending_data || !marker_sent)) {
       Send s;
       s.words.resize(sending_data ? a.message / 8 : 1);
@@ -302,35 +314,37 @@ int send(const Args& a) {
       size_t size = 0;
       check(comm->test(in_flight.front().request, &done, &size), "flow " + std::to_string(a.flow) + ": test send");
       if (!done) break;
+      if (in_flight.front().words.size() > 1) data_done_s = secondsSince(sending);
       in_flight.pop_front();
       progressed = true;
     }
     if (marker_sent && in_flight.empty()) break;
-    if (secondsSince(sending) > a.seconds + a.timeout_s) throw std::runtime_error("flow " + std::to_string(a.flow) + ": sends did not finish within --timeout-s");
+    if (secondsSince(sending) > (a.messages > 0 ? 0 : a.seconds) + a.timeout_s) throw std::runtime_error("flow " + std::to_string(a.flow) + ": sends did not finish within --timeout-s");
     if (!progressed) {
       comm->appendReadiness(fds);
       waitForProgress(fds, 20);
     }
   }
   const double span = secondsSince(sending);
-  std::printf("flow %d sent %llu bytes in %.3f s: %.1f Mbit/s\n", a.flow, static_cast<unsigned long long>(bytes), span,
-              static_cast<double>(bytes) * 8 / span / 1e6);
+  std::printf("flow %d sent %llu bytes in %.3f s: %.1f Mbit/s fct_ms %.2f started_us %lld\n", a.flow,
+              static_cast<unsigned long long>(bytes), span, static_cast<double>(bytes) * 8 / span / 1e6, data_done_s * 1000,
+              static_cast<long long>(started.tv_sec) * 1'000'000 + started.tv_nsec / 1000);
   return 0;
 }
 
 }  // namespace
-}  // namespace megascale::bench
+}  // namespace megascale::testbed
 
 int main(int argc, char** argv) {
-  megascale::bench::Args args;
+  megascale::testbed::Args args;
   try {
-    args = megascale::bench::parseArgs(argc, argv);
+    args = megascale::testbed::parseArgs(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "megascale-flow-bench: %s\n", e.what());
     return 2;
   }
   try {
-    return args.role == "receive" ? megascale::bench::receive(args) : megascale::bench::send(args);
+    return args.role == "receive" ? megascale::testbed::receive(args) : megascale::testbed::send(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "megascale-flow-bench %s: %s\n", args.role.c_str(), e.what());
     return 1;

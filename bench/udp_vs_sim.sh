@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The simulator against the test bed (issue 40): the same scenarios on the ECN-marking switch of testbed/ and in
+# megascale-sim with the test bed's link rate, packet size, switch buffer, ECN thresholds and round trip, each
+# control law set up as the udp transport sets it up (--cc udp-<law>, transport/udp/udp_congestion.h):
+#   single   one flow of SINGLE_MB MiB, host 1 -> host 0;
+#   incast   4-to-1, INCAST_MB MiB from each of hosts 1..4 to host 0.
+# The simulator's flows start as the test bed's did (their offsets measured: processes and connections do not
+# start at once). Completion time (the test bed: the sender's first send to its last acknowledged; the incast:
+# the slowest flow's) and
+# the peak of host 0's switch queue, side by side, with their ratio (target: within 15%). The round trip the
+# simulator gets is the test bed's, measured first (64-byte messages one at a time; their completion includes
+# both hosts' software): the simulator's links get a quarter of it each (two hops, both ways).
+#   bench/udp_vs_sim.sh [BUILD_DIR]   (root; ~2 min; env: RATE=500mbit BUFFER=1000000 LAWS="swift hybrid dcqcn"
+#                                     SINGLE_MB=32 INCAST_MB=8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(cd "${1:-build}" && pwd)
+RATE=${RATE:-500mbit} BUFFER=${BUFFER:-1000000} LAWS=${LAWS:-swift hybrid dcqcn} SINGLE_MB=${SINGLE_MB:-32} INCAST_MB=${INCAST_MB:-8}
+KMIN=40000 KMAX=160000  # the switch's defaults at this rate
+[ "$(id -u)" = 0 ] || { echo "SKIPPED: the emulated hosts need root"; exit 77; }
+source testbed/emulated_cluster.sh
+EMU_SWITCH_BIN=$build/testbed/ecn_switch/megascale-ecn-switch
+flow_bench=$build/testbed/flow_bench/megascale-flow-bench
+sim=$build/sim/megascale-sim
+tmp=$(mktemp -d)
+trap 'cluster_down; rm -rf "$tmp"' EXIT
+rate_mbps=$(($(rate_bits "$RATE") / 1000000))
+export MEGASCALE_TRANSPORT=udp MEGASCALE_UDP_LINE_MBPS=$rate_mbps
+cluster_up 5
+switch_up 0 "$RATE" --buffer "$BUFFER" --kmin "$KMIN" --kmax "$KMAX" --queue-log "$tmp/queue.csv" --sample-us 200
+# The payload the transport puts in a 9000-byte frame: IP and UDP headers (28) and its own (56) come off.
+payload=$((EMU_MTU - 28 - 56))
+
+# transfer LAW MESSAGES MESSAGE_BYTES SENDERS...: each sender host sends MESSAGES messages to host 0; prints the
+# slowest sender's completion time (ms) and host 0's queue peak during the run (bytes); $tmp/flows gets the
+# same flows as the simulator reads them ("src dst bytes start_us", each sender's start after the first's).
+transfer() {
+  local law=$1 messages=$2 size=$3 i pids=() from handle
+  shift 3
+  handle=$(mktemp -u "$tmp/handle.XXXXXX")
+  from=$(wc -l < "$tmp/queue.csv")
+  on_host 0 env MEGASCALE_UDP_CC="$law" timeout 120 "$flow_bench" receive --bind "$(host_addr 0)" --handle "$handle" \
+    --flows $# --message "$size" --depth 1 --timeout-s 100 > /dev/null &
+  local receiver=$!
+  for i in "$@"; do
+    on_host "$i" env MEGASCALE_UDP_CC="$law" timeout 120 "$flow_bench" send --bind "$(host_addr "$i")" --handle "$handle" \
+      --flow "$i" --message "$size" --messages "$messages" --depth 4 --timeout-s 100 > "$tmp/sender$i" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i"; done
+  wait "$receiver"
+  sleep 0.01
+  local fct
+  fct=$(cat "${@/#/$tmp/sender}" | awk '{ for (i = 1; i < NF; i++) if ($i == "fct_ms" && $(i + 1) > m) m = $(i + 1) } END { print m }')
+  cat "${@/#/$tmp/sender}" | awk -v bytes="$((messages * size))" '{ for (i = 1; i < NF; i++) if ($i == "started_us") s[$2] = $(i + 1) }
+    END { for (f in s) if (first == "" || s[f] < first) first = s[f]; for (f in s) print f, 0, bytes, s[f] - first }' > "$tmp/flows"
+  echo "$fct $(tail -n +"$((from + 1))" "$tmp/queue.csv" | awk -F, -v port="$(switch_port 0 0)" '$2 == port && $4 > m { m = $4 } END { print m + 0 }')"
+}
+
+# The round trip: 64-byte messages one at a time, each done once acknowledged.
+read -r ping_ms _ < <(transfer swift 2000 64 1)
+rtt_us=$(awk -v t="$ping_ms" 'BEGIN { printf "%.0f", t * 1000 / 2000 }')
+delay_us=$(awk -v r="$rtt_us" 'BEGIN { printf "%.1f", r / 4 }')
+echo "# udp against megascale-sim: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); $(date -u +%F)"
+echo "# link $RATE, buffer $BUFFER B, ECN K_min $KMIN / K_max $KMAX B, $payload-byte packets; round trip $rtt_us us (simulator: $delay_us us per link)"
+printf "\n%-8s %-7s %14s %14s %7s %14s %14s %7s\n" scenario law "test bed ms" "simulator ms" ratio "bed queue B" "sim queue B" ratio
+
+simulate() {  # simulate LAW HOSTS: the flows of $tmp/flows; prints the simulator's max FCT (ms) and peak queue (bytes)
+  "$sim" --topology star --hosts "$2" --rate-gbps "$(awk -v m="$rate_mbps" 'BEGIN { print m / 1000 }')" \
+    --delay-us "$delay_us" --mtu-bytes "$payload" --buffer-bytes "$BUFFER" --kmin-bytes "$KMIN" --kmax-bytes "$KMAX" \
+    --workload "file:$tmp/flows" --cc "udp-$1" --end-ms 60000 |
+    awk '$1 ~ /^udp-/ { printf "%.2f %d\n", $6 / 1000, $7 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), (b > 0 ? a / b : 0) }'; }
+for law in $LAWS; do
+  for scenario in single incast; do
+    if [ "$scenario" = single ]; then
+      read -r bed_ms bed_queue < <(transfer "$law" "$SINGLE_MB" 1048576 1)
+      read -r sim_ms sim_queue < <(simulate "$law" 2)
+    else
+      read -r bed_ms bed_queue < <(transfer "$law" "$INCAST_MB" 1048576 1 2 3 4)
+      read -r sim_ms sim_queue < <(simulate "$law" 5)
+    fi
+    printf "%-8s %-7s %14s %14s %7s %14s %14s %7s\n" "$scenario" "$law" "$bed_ms" "$sim_ms" "$(ratio "$bed_ms" "$sim_ms")" \
+      "$bed_queue" "$sim_queue" "$(ratio "$bed_queue" "$sim_queue")"
+  done
+done
