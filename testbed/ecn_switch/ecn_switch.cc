@@ -65,13 +65,10 @@ void EcnSwitch::forward(Frame frame, size_t in, int64_t now_ns) {
 
 void EcnSwitch::receiveFrom(size_t in, int64_t now_ns) {
   for (Frame& frame : ports_[in].socket->receive(kReceiveBatch)) forward(std::move(frame), in, now_ns);
-  Port& port = ports_[in];
-  port.peak_since_sample = std::max(port.peak_since_sample, port.queue.dataQueueBytes());
 }
 
 void EcnSwitch::transmitDue(int64_t now_ns) {
   for (Port& port : ports_) {
-    port.peak_since_sample = std::max(port.peak_since_sample, port.queue.dataQueueBytes());
     while (auto frame = port.queue.pop(now_ns)) {
       if (!port.socket->send(*frame)) ++port.send_failures;
     }
@@ -82,14 +79,14 @@ void EcnSwitch::sample(int64_t now_ns) {
   if (now_ns < next_sample_ns_) return;
   next_sample_ns_ = now_ns + sample_ns_;
   for (Port& port : ports_) {
+    const uint64_t peak = port.queue.takeIntervalPeak();
     if (log_ != nullptr) {
       const EgressStats& s = port.queue.stats();
       std::fprintf(log_, "%.6f,%s,%llu,%llu,%llu,%llu,%llu\n", static_cast<double>(now_ns - start_ns_) * 1e-9,
                    port.socket->name().c_str(), static_cast<unsigned long long>(port.queue.dataQueueBytes()),
-                   static_cast<unsigned long long>(port.peak_since_sample), static_cast<unsigned long long>(s.bytes),
+                   static_cast<unsigned long long>(peak), static_cast<unsigned long long>(s.bytes),
                    static_cast<unsigned long long>(s.marks), static_cast<unsigned long long>(s.drops));
     }
-    port.peak_since_sample = port.queue.dataQueueBytes();
   }
   if (log_ != nullptr) std::fflush(log_);  // whoever reads it during a run sees every sample so far
 }

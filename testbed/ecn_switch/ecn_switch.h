@@ -34,7 +34,6 @@ class EcnSwitch {
   struct Port {
     std::unique_ptr<PacketPort> socket;
     EgressQueue queue;
-    uint64_t peak_since_sample = 0;
     uint64_t send_failures = 0;
   };
   void receiveFrom(size_t in, int64_t now_ns);

@@ -30,7 +30,14 @@ bool EgressQueue::push(Frame frame, int64_t now_ns) {
   data_.push_back({std::move(frame), now_ns});
   data_bytes_ += bytes;
   stats_.peak_queue_bytes = std::max(stats_.peak_queue_bytes, data_bytes_);
+  interval_peak_ = std::max(interval_peak_, data_bytes_);
   return true;
+}
+
+uint64_t EgressQueue::takeIntervalPeak() {
+  const uint64_t peak = interval_peak_;
+  interval_peak_ = data_bytes_;
+  return peak;
 }
 
 std::deque<EgressQueue::Queued>* EgressQueue::headQueue() {

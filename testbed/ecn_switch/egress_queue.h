@@ -47,6 +47,9 @@ class EgressQueue {
   int64_t nextDeparture() const;
 
   uint64_t dataQueueBytes() const { return data_bytes_; }
+  /// The data queue's largest since the last call (or since it was made); the next interval starts from its
+  /// length now. The queue only grows in push, so that is where its peak is kept.
+  uint64_t takeIntervalPeak();
   const EgressStats& stats() const { return stats_; }
 
  private:
@@ -61,6 +64,7 @@ class EgressQueue {
   EgressConfig config_;
   std::deque<Queued> control_, data_;
   uint64_t data_bytes_ = 0;  // bytes of the data frames waiting (the one on the wire excluded)
+  uint64_t interval_peak_ = 0;  // data_bytes_'s largest since takeIntervalPeak
   int64_t wire_free_ns_ = 0;  // when the last frame sent finished
   std::mt19937_64 random_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};

@@ -23,7 +23,7 @@ constexpr int kSocketBuffer = 8 << 20;   // a burst of every host's window arriv
 
 }  // namespace
 
-PacketPort::PacketPort(std::string interface) : name_(std::move(interface)) {
+PacketPort::PacketPort(std::string interface) : name_(std::move(interface)), buffer_(kLargestFrame) {
   const unsigned index = if_nametoindex(name_.c_str());
   if (index == 0) fail(name_, "no such interface");
   fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
@@ -53,17 +53,16 @@ PacketPort::~PacketPort() {
 
 std::vector<Frame> PacketPort::receive(int max) {
   std::vector<Frame> frames;
-  Frame buffer(kLargestFrame);
   while (static_cast<int>(frames.size()) < max) {
     sockaddr_ll from{};
     socklen_t from_size = sizeof(from);
-    const ssize_t got = recvfrom(fd_, buffer.data(), buffer.size(), MSG_TRUNC, reinterpret_cast<sockaddr*>(&from), &from_size);
+    const ssize_t got = recvfrom(fd_, buffer_.data(), buffer_.size(), MSG_TRUNC, reinterpret_cast<sockaddr*>(&from), &from_size);
     if (got < 0) {
       if (errno == EAGAIN || errno == EINTR) break;
       fail(name_, "receive");  // ENETDOWN once the interface is deleted
     }
-    if (from.sll_pkttype == PACKET_OUTGOING || static_cast<size_t>(got) > buffer.size()) continue;
-    frames.emplace_back(buffer.begin(), buffer.begin() + got);
+    if (from.sll_pkttype == PACKET_OUTGOING || static_cast<size_t>(got) > buffer_.size()) continue;
+    frames.emplace_back(buffer_.begin(), buffer_.begin() + got);
   }
   return frames;
 }

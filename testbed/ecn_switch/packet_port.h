@@ -33,6 +33,7 @@ class PacketPort {
   std::string name_;
   int fd_ = -1;
   uint64_t socket_drops_ = 0;
+  Frame buffer_;  // where each frame lands before it is copied out at its own size
 };
 
 }  // namespace megascale::testbed

@@ -63,7 +63,8 @@ uint64_t reserveId(UdpEngine& engine) {
   return engine.newConnectionId();
 }
 
-// The addresses of the rails `spec` selects (MEGASCALE_UDP_RAILS), or `bind` alone when it selects none.
+// The addresses of the rails `spec` selects (MEGASCALE_UDP_RAILS; loopback only as `bind` itself), or `bind`
+// alone when there is no spec. Throws when a spec selects nothing.
 std::vector<std::string> railAddresses(const std::string& spec, const std::string& bind) {
   if (spec.empty()) return {bind};
   std::vector<std::string> rails;

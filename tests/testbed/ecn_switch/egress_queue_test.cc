@@ -134,6 +134,18 @@ TEST(EgressQueue, DropsAtTheTailWhenTheBufferIsFull) {
   EXPECT_EQ(q.stats().peak_queue_bytes, 4000u);
 }
 
+TEST(EgressQueue, ReportsEachIntervalsPeakFromWhereTheLastEnded) {
+  EgressQueue q(port(1 << 20));
+  for (int i = 0; i < 3; ++i) q.push(ipv4Frame(1000 - EgressQueue::kWireOverhead, 0), 0);
+  EXPECT_EQ(q.takeIntervalPeak(), 3000u);
+  while (q.pop(100'000)) {}
+  EXPECT_EQ(q.takeIntervalPeak(), 3000u) << "the interval began with 3000 bytes queued";
+  EXPECT_EQ(q.takeIntervalPeak(), 0u) << "empty throughout";
+  q.push(ipv4Frame(1000 - EgressQueue::kWireOverhead, 0), 200'000);
+  q.pop(300'000);
+  EXPECT_EQ(q.takeIntervalPeak(), 1000u) << "a frame that came and went between two samples";
+}
+
 TEST(EgressQueue, MarksLikeRedOnTheQueueLeftBehind) {
   // K_min 10 frames, K_max 30 frames, P_max 0.5: a standing queue of 20 frames marks about a quarter.
   const uint64_t frame = 1000;
