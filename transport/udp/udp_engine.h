@@ -1,5 +1,5 @@
-// The udp transport's engine: the flows' sockets of one transport and a thread that plays the NIC - it reads
-// every datagram (recvmmsg), hands it to the connection half its header names (udp_half.h), and steps each half
+// The udp transport's engine: the flows' io of one transport (udp_io.h: kernel sockets or DPDK) and a thread that
+// plays the NIC - it reads every datagram, hands it to the connection half its header names (udp_half.h), and steps each half
 // when it asked (pacing, retransmission timers, probes), so transfers move and are retransmitted while no caller
 // drives a comm, as on a NIC. Halves are touched only under mutex(): comms take it to post and to test.
 #pragma once
@@ -13,23 +13,20 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/socket.h"
 #include "transport/udp/udp_half.h"
-#include "transport/udp/udp_send_batch.h"
-#include "transport/udp/udp_socket.h"
+#include "transport/udp/udp_io.h"
 
 namespace megascale::transport {
 
 class UdpEngine : public DatagramOut {
  public:
-  /// Binds `flows` sockets on each of `rails` (IPv4 addresses), rail by rail, and starts the thread. Up to
-  /// `send_batch` datagrams per socket leave in one sendmmsg (1: a sendmsg each). Throws Error naming the address.
-  UdpEngine(const std::vector<std::string>& rails, int flows, int traffic_class, int send_batch);
+  /// Opens the io (`setup.flows` endpoints on each rail) and starts the thread. Throws Error naming the address.
+  explicit UdpEngine(const UdpIoSetup& setup);
   ~UdpEngine() override;
   UdpEngine(const UdpEngine&) = delete;
   UdpEngine& operator=(const UdpEngine&) = delete;
 
-  const std::vector<UdpEndpoint>& endpoints() const { return endpoints_; }
+  const std::vector<UdpEndpoint>& endpoints() const { return io_->endpoints(); }
   std::mutex& mutex() { return mutex_; }
   /// A fresh connection id: random, never 0, never one attached.
   uint64_t newConnectionId();
@@ -41,29 +38,20 @@ class UdpEngine : public DatagramOut {
   void wake();
   Picoseconds now() const;
   /// Queues the datagram on the flow's batch (sent when the batch fills or the round ends); false when the
-  /// flow's socket was found full this round (the caller retries later).
+  /// flow's way out was found full this round (the caller retries later).
   bool send(int flow, const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload,
             size_t payload_bytes) override;
   /// Datagrams queued that could not leave (full socket buffers): lost, recovered as any loss.
-  uint64_t lostSends() const { return lost_sends_; }
+  uint64_t lostSends() const { return io_->lostSends(); }
 
  private:
   void run();
-  void receiveFrom(UdpSocket& socket, ReceiveBatch& batch);
-  void flush(size_t flow);
-  /// Sends every batch; a socket found full is refused until the next round.
-  void endRound();
+  void deliver(std::span<const ArrivedDatagram> batch);
 
-  std::vector<std::unique_ptr<UdpSocket>> sockets_;
-  std::vector<UdpEndpoint> endpoints_;
-  int send_batch_;
-  std::vector<UdpSendBatch> batches_;  // per socket
-  std::vector<char> socket_full_;      // per socket: a flush this round left datagrams behind
-  uint64_t lost_sends_ = 0;
+  std::unique_ptr<UdpIo> io_;
   std::unordered_map<uint64_t, UdpHalf*> halves_;
   std::vector<UdpHalf*> touched_;  // the halves a receive batch reached (kept: no allocation per batch)
   std::mutex mutex_;
-  Fd epoll_, wake_;
   std::atomic<bool> stopping_{false};
   std::chrono::steady_clock::time_point start_;
   std::thread thread_;

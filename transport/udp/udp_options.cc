@@ -30,7 +30,11 @@ const config::KnobRegistration kUdpKnobs{
     {"MEGASCALE_UDP_PATH_DOWN_MS", config::Type::kInt, "20", "ms", "transport",
      "udp: a flow that has delivered nothing this long while its connection's others do leaves the spray, and is probed back in"},
     {"MEGASCALE_UDP_SEND_BATCH", config::Type::kInt, "32", "datagrams", "transport",
-     "udp: datagrams a socket sends in one sendmmsg call, 1..64 (1: one sendmsg each)"}};
+     "udp: datagrams a socket sends in one sendmmsg call, 1..64 (1: one sendmsg each); DPDK: frames per burst"},
+    {"MEGASCALE_UDP_IO", config::Type::kString, "kernel", "", "transport",
+     "udp: how datagrams enter and leave: kernel (sockets: sendmmsg, recvmmsg) or dpdk (DPDK's af_packet device on each rail's interface, tc shaping still applies)"},
+    {"MEGASCALE_UDP_DPDK_EAL", config::Type::kString, "", "", "transport",
+     "udp: DPDK EAL arguments added to the transport's own (--in-memory --no-huge --no-pci, one lcore), e.g. '-m 512'"}};
 
 }  // namespace
 
@@ -55,6 +59,11 @@ UdpOptions udpOptionsFromConfig() {
   o.give_up_ms = knobInRange("MEGASCALE_UDP_GIVE_UP_MS", 1, int64_t{1} << 40);
   o.path_down_ms = knobInRange("MEGASCALE_UDP_PATH_DOWN_MS", 1, 3'600'000);
   o.send_batch = static_cast<int>(knobInRange("MEGASCALE_UDP_SEND_BATCH", 1, 64));
+  o.io = config::getString("MEGASCALE_UDP_IO");
+  if (o.io != "kernel" && o.io != "dpdk") {
+    throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_UDP_IO='" + o.io + "': expected kernel or dpdk");
+  }
+  o.dpdk_eal_args = config::getString("MEGASCALE_UDP_DPDK_EAL");
   return o;
 }
 

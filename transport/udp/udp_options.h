@@ -21,7 +21,9 @@ struct UdpOptions {
   int64_t target_delay_us = 0;       // swift and hybrid: the RTT they aim for; 0: from the line rate
   int64_t give_up_ms = 30000;        // a connection that delivers nothing this long fails, naming the peer
   int64_t path_down_ms = 20;         // a flow that delivers nothing this long while others do leaves the spray
-  int send_batch = 32;               // datagrams per sendmmsg on a socket; 1: a sendmsg each
+  int send_batch = 32;               // datagrams per sendmmsg on a socket (per burst on DPDK); 1: one each
+  std::string io = "kernel";         // kernel (sockets) or dpdk (the af_packet vdev on each rail's interface)
+  std::string dpdk_eal_args;         // dpdk: EAL arguments added to the transport's own
 };
 
 /// The MEGASCALE_UDP_* knobs. Throws Error(kInvalidArgument) naming a bad value.

@@ -94,14 +94,21 @@ UdpTransport::UdpTransport(const TransportOptions& options)
   // A connection sprays over every rail: its ceiling is their sum.
   const int64_t mbps = options.udp.line_mbps > 0 ? options.udp.line_mbps : interfaceSpeedMbps(rails_.front());
   line_bps_ = static_cast<double>(mbps > 0 ? mbps : 10000) * 1e6 * static_cast<double>(rails_.size());
-  engine_ = std::make_shared<UdpEngine>(rails_, options.udp.flows, options.traffic_class, options.udp.send_batch);
+  UdpIoSetup io;
+  io.kind = options.udp.io;
+  io.rails = rails_;
+  io.flows = options.udp.flows;
+  io.traffic_class = options.traffic_class;
+  io.send_batch = options.udp.send_batch;
+  io.dpdk_eal_args = options.udp.dpdk_eal_args;
+  engine_ = std::make_shared<UdpEngine>(io);
   properties_.name = "udp";
   properties_.speed_gbps = line_bps_ / 1e9;
   properties_.latency_us = 20;
   properties_.max_recvs = kMaxRecvs;
   properties_.lanes = std::to_string(rails_.size()) + " rail(s) x " + std::to_string(options.udp.flows) +
                       " flow(s) per connection, " + options.udp.congestion +
-                      ", " + std::to_string(payload_bytes_) + "-byte packets";
+                      ", " + std::to_string(payload_bytes_) + "-byte packets, " + options.udp.io + " io";
 }
 
 std::unique_ptr<Listener> UdpTransport::listen() {
