@@ -34,7 +34,7 @@ const config::KnobRegistration kUdpKnobs{
     {"MEGASCALE_UDP_IO", config::Type::kString, "kernel", "", "transport",
      "udp: how datagrams enter and leave: kernel (sockets: sendmmsg, recvmmsg) or dpdk (DPDK's af_packet device on each rail's interface, tc shaping still applies)"},
     {"MEGASCALE_UDP_DPDK_EAL", config::Type::kString, "", "", "transport",
-     "udp: DPDK EAL arguments added to the transport's own (--in-memory --no-huge --no-pci, one lcore), e.g. '-m 512'"}};
+     "udp: DPDK EAL arguments added to the transport's own (--no-shconf --no-huge --no-pci, one lcore), e.g. '-m 512'"}};
 
 }  // namespace
 

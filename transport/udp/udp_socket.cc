@@ -20,21 +20,6 @@ namespace {
 constexpr uint8_t kEct0 = 0x02;  // ECN-capable transport, codepoint ECT(0)
 constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec));
 
-// The name of the interface holding `ipv4`; empty when none does.
-std::string interfaceOf(const std::string& ipv4) {
-  in_addr wanted{};
-  if (inet_pton(AF_INET, ipv4.c_str(), &wanted) != 1) return "";
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return "";
-  std::string name;
-  for (ifaddrs* i = list; i != nullptr && name.empty(); i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if (reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == wanted.s_addr) name = i->ifa_name;
-  }
-  freeifaddrs(list);
-  return name;
-}
-
 }  // namespace
 
 sockaddr_in UdpEndpoint::address() const {
@@ -139,6 +124,20 @@ int UdpSocket::receive(ReceiveBatch& b) {
     b.arrived_realtime_ns_[static_cast<size_t>(i)] = arrived;
   }
   return n;
+}
+
+std::string interfaceOf(const std::string& ipv4) {
+  in_addr wanted{};
+  if (inet_pton(AF_INET, ipv4.c_str(), &wanted) != 1) return "";
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = list; i != nullptr && name.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == wanted.s_addr) name = i->ifa_name;
+  }
+  freeifaddrs(list);
+  return name;
 }
 
 int interfaceMtu(const std::string& ipv4) {

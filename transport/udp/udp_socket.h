@@ -68,6 +68,8 @@ class UdpSocket {
   UdpEndpoint endpoint_{};
 };
 
+/// The name of the interface holding `ipv4`; empty when none does.
+std::string interfaceOf(const std::string& ipv4);
 /// The MTU of the interface holding `ipv4` (65536 for loopback), 1500 when it cannot be found.
 int interfaceMtu(const std::string& ipv4);
 /// The speed in Mb/s sysfs gives that interface; 0 when it has none (loopback, some virtual interfaces).

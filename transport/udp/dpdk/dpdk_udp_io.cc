@@ -1,0 +1,231 @@
+#include "transport/udp/dpdk/dpdk_udp_io.h"
+
+#include <linux/filter.h>
+#include <net/if.h>
+#include <rte_mbuf.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "common/status.h"
+#include "transport/udp/dpdk/dpdk_module.h"
+#include "transport/udp/dpdk/dpdk_runtime.h"
+
+namespace megascale::transport {
+
+namespace {
+
+constexpr uint32_t kWakeTag = UINT32_MAX;
+constexpr size_t kFramesPerBatch = 32;
+constexpr int kBatchesPerWait = 16;
+constexpr uint8_t kEct0 = 0x02;
+
+int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// How long an idle engine sleeps between polls: it spins for the first 200 us after traffic (a round trip's
+// answer is due), then sleeps 50 us, and 1 ms once idle for 20 ms.
+int64_t sleepNs(int64_t idle_ns) {
+  if (idle_ns < 200'000) return 0;
+  if (idle_ns < 20'000'000) return 50'000;
+  return 1'000'000;
+}
+
+// The kernel socket keeps what came over loopback (another process of this host) and drops the rest: the rail's
+// frames reach us through DPDK. On a loopback rail DPDK sees everything, and the socket keeps nothing.
+void keepOnlyLoopback(int fd, bool rail_is_loopback) {
+  const auto loopback = static_cast<uint32_t>(if_nametoindex("lo"));
+  sock_filter program[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(SKF_AD_OFF + SKF_AD_IFINDEX)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, rail_is_loopback ? UINT32_MAX : loopback, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, UINT32_MAX),
+      BPF_STMT(BPF_RET | BPF_K, 0),
+  };
+  sock_fprog filter{static_cast<unsigned short>(sizeof(program) / sizeof(program[0])), program};
+  if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof(filter)) != 0) {
+    throw Error(ErrorCode::kSystem, "udp: DPDK: filtering a flow's kernel socket: " + errnoText(errno));
+  }
+}
+
+// Where a frame's UDP payload is (the port parsed it before handing it over: l2_len and l3_len say).
+ArrivedDatagram datagramOf(rte_mbuf* m) {
+  const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
+  const size_t udp_offset = m->l2_len + m->l3_len;
+  const size_t udp_bytes = static_cast<size_t>(frame[udp_offset + 4] << 8 | frame[udp_offset + 5]);
+  return {frame + udp_offset + udp_frame::kUdpBytes, udp_bytes - udp_frame::kUdpBytes, frame[m->l2_len + 1], 0};
+}
+
+}  // namespace
+
+DpdkUdpIo::DpdkUdpIo(const UdpIoSetup& setup)
+    : tos_(static_cast<uint8_t>((setup.traffic_class >= 0 ? setup.traffic_class & 0xfc : 0) | kEct0)),
+      send_batch_(setup.send_batch), epoll_(epoll_create1(EPOLL_CLOEXEC)),
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!epoll_.valid() || !wake_.valid()) throw Error(ErrorCode::kSystem, "udp: epoll or eventfd: " + errnoText(errno));
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.u32 = kWakeTag;
+  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &e);
+  try {
+    for (const std::string& ipv4 : setup.rails) {
+      rails_.push_back(std::make_unique<Rail>());
+      Rail& rail = *rails_.back();
+      rail.port = DpdkRuntime::instance().port(ipv4, setup.dpdk_eal_args);
+      for (int i = 0; i < setup.flows; ++i) {
+        auto socket = std::make_unique<UdpSocket>(ipv4, setup.traffic_class);
+        keepOnlyLoopback(socket->fd(), rail.port->interface() == "lo");
+        e.data.u32 = static_cast<uint32_t>(kernel_sockets_.size());
+        epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, socket->fd(), &e);
+        rail.port->claim(socket->endpoint().port, &rail.inbox);
+        endpoints_.push_back(socket->endpoint());
+        kernel_sockets_.push_back(std::move(socket));
+        rail_of_flow_.push_back(&rail);
+        pending_.emplace_back();
+        pending_.back().reserve(static_cast<size_t>(send_batch_));
+        full_.push_back(0);
+      }
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+  arrived_.reserve(kFramesPerBatch);
+}
+
+DpdkUdpIo::~DpdkUdpIo() { release(); }
+
+void DpdkUdpIo::release() {
+  for (size_t i = 0; i < endpoints_.size(); ++i) rail_of_flow_[i]->port->release(endpoints_[i].port);
+  endpoints_.clear();
+  // No port hands this io a frame any more: every frame it holds goes back to its pool before the ports close.
+  for (std::vector<rte_mbuf*>& frames : pending_) {
+    for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+    frames.clear();
+  }
+  freeHeld();
+  for (rte_mbuf* m : staged_) rte_pktmbuf_free(m);
+  staged_.clear();
+  for (auto& rail : rails_) {
+    for (rte_mbuf* m : rail->inbox.frames) rte_pktmbuf_free(m);
+    rail->inbox.frames.clear();
+  }
+}
+
+void DpdkUdpIo::freeHeld() {
+  for (rte_mbuf* m : held_) rte_pktmbuf_free(m);
+  held_.clear();
+}
+
+bool DpdkUdpIo::send(int flow, const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload,
+                     size_t payload_bytes) {
+  const auto i = static_cast<size_t>(flow);
+  if (full_[i]) return false;
+  DpdkPort& port = *rail_of_flow_[i]->port;
+  if (std::shared_ptr<DpdkPort> local = DpdkRuntime::instance().localPort(to.sin_addr.s_addr)) {
+    // To this host: this process's own ios without the wire, another process's through the kernel.
+    if (!local->claimed(to.sin_port)) return kernel_sockets_[i]->send(to, head, head_bytes, payload, payload_bytes);
+    rte_mbuf* m = port.frame(to, endpoints_[i].port, tos_, head, head_bytes, payload, payload_bytes, true);
+    if (m == nullptr) {
+      ++lost_sends_;
+    } else {
+      local->deliverLocally(m);
+    }
+    return true;
+  }
+  rte_mbuf* m = port.frame(to, endpoints_[i].port, tos_, head, head_bytes, payload, payload_bytes, false);
+  if (m == nullptr) {  // no MAC yet (asked) or no frame free: lost, as on a wire
+    ++lost_sends_;
+    return true;
+  }
+  pending_[i].push_back(m);
+  if (pending_[i].size() >= static_cast<size_t>(send_batch_)) flush(i);
+  return true;
+}
+
+void DpdkUdpIo::flush(size_t flow) {
+  std::vector<rte_mbuf*>& frames = pending_[flow];
+  if (frames.empty()) return;
+  const int sent = rail_of_flow_[flow]->port->transmit(frames.data(), static_cast<int>(frames.size()));
+  for (size_t k = static_cast<size_t>(sent); k < frames.size(); ++k) rte_pktmbuf_free(frames[k]);
+  if (static_cast<size_t>(sent) < frames.size()) {
+    lost_sends_ += frames.size() - static_cast<size_t>(sent);
+    full_[flow] = 1;
+  }
+  frames.clear();
+}
+
+void DpdkUdpIo::endRound() {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    flush(i);
+    full_[i] = 0;
+  }
+}
+
+bool DpdkUdpIo::pollRails() {
+  const size_t before = staged_.size();
+  for (auto& rail : rails_) rail->port->poll(rail->inbox, &staged_, before + kFramesPerBatch);
+  return staged_.size() > before;
+}
+
+void DpdkUdpIo::wait(int64_t timeout_ns) {
+  freeHeld();
+  budget_ = kBatchesPerWait;
+  readable_.clear();
+  const int64_t deadline = steadyNs() + timeout_ns;
+  for (;;) {
+    const int64_t now = steadyNs();
+    if (!staged_.empty() || pollRails()) {
+      last_frame_ns_ = now;
+      return;
+    }
+    const int64_t sleep = std::min(sleepNs(now - last_frame_ns_), std::max<int64_t>(deadline - now, 0));
+    epoll_event events[16];
+    timespec t{static_cast<time_t>(sleep / 1'000'000'000), static_cast<long>(sleep % 1'000'000'000)};
+    const int n = epoll_pwait2(epoll_.get(), events, 16, &t, nullptr);
+    for (int k = 0; k < n; ++k) {
+      if (events[k].data.u32 == kWakeTag) {
+        uint64_t count;
+        (void)!read(wake_.get(), &count, sizeof(count));
+      } else {
+        readable_.push_back(events[k].data.u32);
+      }
+    }
+    if (n > 0 || steadyNs() >= deadline) return;
+  }
+}
+
+std::span<const ArrivedDatagram> DpdkUdpIo::receive() {
+  freeHeld();
+  if (budget_-- <= 0) return {};
+  arrived_.clear();
+  while (!readable_.empty()) {  // another process of this host, through the kernel
+    const int n = kernel_sockets_[readable_.back()]->receive(kernel_batch_);
+    if (n < ReceiveBatch::kDatagrams) readable_.pop_back();
+    for (int i = 0; i < n; ++i) arrived_.push_back({kernel_batch_.data(i), kernel_batch_.size(i), kernel_batch_.tos(i), 0});
+    if (n > 0) return arrived_;
+  }
+  if (staged_.empty()) pollRails();
+  std::swap(held_, staged_);
+  for (rte_mbuf* m : held_) arrived_.push_back(datagramOf(m));
+  return arrived_;
+}
+
+void DpdkUdpIo::wake() { signalEventFd(wake_.get()); }
+
+}  // namespace megascale::transport
+
+extern "C" megascale::transport::UdpIo* megascale_udp_dpdk_open(const megascale::transport::UdpIoSetup* setup,
+                                                                char* error, size_t error_bytes) {
+  try {
+    return new megascale::transport::DpdkUdpIo(*setup);
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_bytes, "%s", e.what());
+    return nullptr;
+  }
+}
