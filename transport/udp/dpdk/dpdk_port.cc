@@ -1,6 +1,8 @@
 #include "transport/udp/dpdk/dpdk_port.h"
 
+#include <net/if.h>
 #include <rte_ethdev.h>
+#include <sys/ioctl.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
@@ -47,7 +49,8 @@ std::string dpdkError(const std::string& what) {
 }  // namespace
 
 DpdkPort::DpdkPort(const std::string& interface, uint32_t ipv4, int mtu, int index)
-    : interface_(interface), ipv4_(ipv4), device_name_("net_af_packet" + std::to_string(index)) {
+    : interface_(interface), ipv4_(ipv4), device_name_("net_af_packet" + std::to_string(index)),
+      probe_(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {
   const int frame_bytes = ringFrameBytes(mtu);
   std::ostringstream args;
   args << device_name_ << ",iface=" << interface << ",qpairs=1,qdisc_bypass=0,framesz=" << frame_bytes
@@ -167,7 +170,7 @@ void DpdkPort::sendArp(const udp_frame::Arp& arp, const udp_frame::Mac& destinat
   if (m == nullptr) return;
   auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, udp_frame::kArpFrameBytes));
   udp_frame::writeArp(bytes, arp, destination);
-  if (rte_eth_tx_burst(port_id_, 0, &m, 1) != 1) rte_pktmbuf_free(m);
+  if (!interfaceUp() || rte_eth_tx_burst(port_id_, 0, &m, 1) != 1) rte_pktmbuf_free(m);
 }
 
 std::optional<udp_frame::Mac> DpdkPort::macOf(uint32_t ipv4) {
@@ -222,7 +225,16 @@ rte_mbuf* DpdkPort::frame(const sockaddr_in& to, uint16_t from_port, uint8_t tos
 
 int DpdkPort::transmit(rte_mbuf** frames, int count) {
   std::lock_guard<std::mutex> guard(mutex_);
+  if (!interfaceUp()) return 0;
   return rte_eth_tx_burst(port_id_, 0, frames, static_cast<uint16_t>(count));
+}
+
+bool DpdkPort::interfaceUp() {
+  // The af_packet device waits without end for a free slot of its ring, and the kernel empties none while the
+  // interface is down: frames meant for a downed interface are lost here instead (ridden out like any loss).
+  ifreq request{};
+  std::strncpy(request.ifr_name, interface_.c_str(), IFNAMSIZ - 1);
+  return ioctl(probe_.get(), SIOCGIFFLAGS, &request) != 0 || (request.ifr_flags & IFF_UP) != 0;
 }
 
 void DpdkPort::deliverLocally(rte_mbuf* m) {

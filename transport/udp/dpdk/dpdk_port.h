@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <optional>
+
+#include "common/socket.h"
 #include "transport/udp/dpdk/neighbor_table.h"
 #include "transport/udp/dpdk/udp_frame.h"
 
@@ -61,6 +63,7 @@ class DpdkPort {
 
  private:
   void closeDevice();
+  bool interfaceUp();  // lock held
   bool handleArp(const uint8_t* frame, size_t bytes);  // lock held
   void sendArp(const udp_frame::Arp& arp, const udp_frame::Mac& destination);  // lock held
   void dispatch(rte_mbuf* frame, DpdkInbox& poller, std::vector<rte_mbuf*>* out, size_t max);  // lock held
@@ -77,6 +80,7 @@ class DpdkPort {
   NeighborTable neighbors_;
   std::unordered_map<uint16_t, DpdkInbox*> inboxes_;  // by UDP port
   uint16_t ip_id_ = 0;
+  Fd probe_;  // for the interface's flags
 };
 
 }  // namespace megascale::transport
