@@ -94,6 +94,16 @@ bool UdpSender::transmit(uint64_t seq, Picoseconds now) {
   return true;
 }
 
+UdpSender::~UdpSender() {
+  using ull = unsigned long long;
+  MSC_LOG_DEBUG("udp: connection to %s: %llu packets sent, %llu resent (%llu found lost by SACKs, %llu probes, "
+                "%llu after %llu timeouts), srtt %.1f us, rto %.1f us",
+                setup_.peer.c_str(), static_cast<ull>(packets_sent_), static_cast<ull>(retransmissions_),
+                static_cast<ull>(losses_from_sacks_), static_cast<ull>(probes_), static_cast<ull>(resends_after_timeout_),
+                static_cast<ull>(timeouts_),
+                static_cast<double>(rto_.srtt()) / kMicrosecond, static_cast<double>(rto_.rto()) / kMicrosecond);
+}
+
 void UdpSender::queueResend(uint64_t seq) {
   Packet* p = find(seq);
   if (p == nullptr || p->acked || p->resend_queued || seq >= sent_seq_) return;
@@ -166,6 +176,7 @@ void UdpSender::onPacket(const udp_wire::Header& h, const uint8_t* datagram, siz
   }
   budget_.onProgress();
   rto_.onProgress();
+  probed_ = false;
   control_->onAck(congestion::AckEvent{now, network_rtt, acked_bytes, acked_packets, (h.flags & udp_wire::kEcnEcho) != 0});
   bool lost = false;
   for (uint64_t seq : repeat_.overtaken()) {
@@ -173,6 +184,7 @@ void UdpSender::onPacket(const udp_wire::Header& h, const uint8_t* datagram, siz
     if (p != nullptr && !p->acked && !p->resend_queued) {
       queueResend(seq);
       lost = true;
+      ++losses_from_sacks_;
     }
   }
   if (lost) control_->onLoss(now);
@@ -180,14 +192,22 @@ void UdpSender::onPacket(const udp_wire::Header& h, const uint8_t* datagram, siz
 
 void UdpSender::checkTimeouts(Picoseconds now) {
   if (repeat_.outstanding() == 0) return;
-  bool any = false;
+  std::vector<uint64_t> expired;
   for (uint64_t seq : repeat_.timedOut(now, rto_.rto())) {
     const Packet* p = find(seq);
-    if (p == nullptr || p->acked || p->resend_queued) continue;
-    queueResend(seq);
-    any = true;
+    if (p != nullptr && !p->acked && !p->resend_queued) expired.push_back(seq);
   }
-  if (!any) return;
+  if (expired.empty()) return;
+  if (!probed_) {
+    probed_ = true;
+    ++probes_;
+    queueResend(expired.front());
+    rto_.onTimeout();  // the verdict waits for twice the timeout
+    return;
+  }
+  for (uint64_t seq : expired) queueResend(seq);
+  resends_after_timeout_ += expired.size();
+  ++timeouts_;
   rto_.onTimeout();
   control_->onTimeout(now);
   budget_.onTimeout(now);

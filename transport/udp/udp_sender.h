@@ -3,7 +3,10 @@
 // and held to the receiver's window (bytes in flight plus those it holds for receives not yet posted).
 // Acknowledgements carry a cumulative number and a SACK bitmap; lost packets - overtaken by three later ones
 // (fast retransmit) or unacknowledged for the RTO (from the measured RTT, backed off while nothing arrives) - are
-// resent alone, on another path where one works. A connection that delivers nothing for the give-up budget
+// resent alone, on another path where one works. The first expiry after progress only probes (the oldest packet
+// again, as TCP's tail loss probe): a lost tail is recovered at one RTO, while a delay spike - a descheduled
+// engine, a queue that briefly grew - costs one duplicate instead of a resent window and a halved rate; only a
+// second expiry with nothing acknowledged is a timeout the control law hears. A connection that delivers nothing for the give-up budget
 // fails, naming the peer: a link flap shorter than the budget costs its length, not the job (MegaScale's lesson).
 #pragma once
 
@@ -51,6 +54,8 @@ class UdpSender : public UdpHalf {
   /// `notify`: a message completed or the connection failed (the comm wakes its waiters).
   UdpSender(const UdpSenderSetup& setup, UdpPaths paths, std::unique_ptr<congestion::SenderControl> control,
             DatagramOut& out, std::function<void()> notify);
+  /// Logs what the connection went through (MEGASCALE_DEBUG=1): packets, resends and why, timeouts, the RTT.
+  ~UdpSender() override;
   /// Queues a message (engine lock held); it leaves as the window and pacing allow.
   void post(UdpOutgoing* message);
   const Status& error() const { return error_; }
@@ -61,6 +66,8 @@ class UdpSender : public UdpHalf {
 
   // What happened, for tests and the benchmark.
   uint64_t retransmissions() const { return retransmissions_; }
+  uint64_t timeouts() const { return timeouts_; }
+  uint64_t probes() const { return probes_; }
   uint64_t packetsSent() const { return packets_sent_; }
   const UdpPaths& paths() const { return paths_; }
   const congestion::SenderControl& control() const { return *control_; }
@@ -117,6 +124,8 @@ class UdpSender : public UdpHalf {
   Picoseconds window_probe_at_ = kNever;
   uint64_t probe_seq_ = 0;
   uint64_t retransmissions_ = 0, packets_sent_ = 0;
+  bool probed_ = false;  // the first expiry since the last progress has sent its probe
+  uint64_t timeouts_ = 0, resends_after_timeout_ = 0, losses_from_sacks_ = 0, probes_ = 0;
   Status error_;
 };
 

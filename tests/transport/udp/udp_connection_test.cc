@@ -242,6 +242,46 @@ TEST(UdpConnection, TheReceiversOwnDelayIsLeftOutOfTheRoundTripTheLawSees) {
   EXPECT_LT(swift.smoothedRtt(), 300 * kMicrosecond) << "the receiver's 2 ms would be part of it";
 }
 
+// A delay spike longer than the RTO but shorter than twice it (a descheduled engine, a queue that briefly grew):
+// the first expiry sends one probe and the acknowledgements that follow end it; no timeout reaches the control
+// law, which would halve the rate for a packet that was never lost.
+TEST(UdpConnection, ADelaySpikeCostsAProbeNotATimeout) {
+  Options o;
+  o.law = "swift";
+  Connection c(12, o);
+  c.wire.jitter = 0;
+  c.exchange({16 << 20}, 5);
+  c.postReceives();
+  ASSERT_TRUE(c.wire.runUntil([&] { return c.sender->packetsSent() > 300; }, 10 * kSecond));
+  c.wire.delay = 1500 * kMicrosecond;  // the RTO's floor is 1 ms
+  c.wire.runUntil([] { return false; }, 2 * kMillisecond);
+  c.wire.delay = 50 * kMicrosecond;
+  ASSERT_TRUE(c.wire.runUntil([&] { return c.allDone(); }, 20 * kSecond));
+  c.expectExact();
+  EXPECT_GT(c.sender->probes(), 0u) << "the spike outlasted the RTO";
+  EXPECT_EQ(c.sender->timeouts(), 0u);
+}
+
+// A lost tail - the last packets of a message, no later one to reveal them by SACK - is recovered by the probe
+// and the timeouts after it, and the message completes.
+TEST(UdpConnection, ALostTailIsRecoveredByTheProbeAndTheTimeouts) {
+  Options o;
+  o.law = "swift";
+  o.flows = 1;
+  Connection c(13, o);
+  c.wire.jitter = 0;
+  c.exchange({1 << 20}, 5);
+  c.postReceives();
+  ASSERT_TRUE(c.wire.runUntil([&] { return c.sender->packetsSent() > 100; }, 10 * kSecond));
+  c.wire.loss = 1.0;  // everything in flight now and for the next 3 ms is lost
+  c.wire.runUntil([] { return false; }, 3 * kMillisecond);
+  c.wire.loss = 0;
+  ASSERT_TRUE(c.wire.runUntil([&] { return c.allDone(); }, 20 * kSecond));
+  c.expectExact();
+  EXPECT_GT(c.sender->probes(), 0u);
+  EXPECT_GT(c.sender->timeouts(), 0u) << "a probe alone cannot bring back a lost window";
+}
+
 // A datagram naming this connection but lying about its piece: each is dropped and counted, none is written.
 TEST(UdpConnection, DatagramsThatLieAboutTheirPieceAreDroppedNotTrusted) {
   Options o;
