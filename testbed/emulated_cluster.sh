@@ -26,8 +26,8 @@
 #   switch_down RAIL     stop RAIL's switch (its per-port summary goes to $EMU_SWITCH_OUT.RAIL) and give the
 #                        rail its bridge back
 #   link_loss I RAIL PERCENT
-#                        drop PERCENT (0.01 steps; 0 removes it) of what host I sends on RAIL, at random
-#                        (nftables numgen)
+#                        drop PERCENT (0.01 steps; 0 removes it) of the frames host I sends on RAIL, at
+#                        random (nftables numgen at the device's egress: packet sockets' frames too)
 #   cluster_down         stop every process inside the hosts, remove hosts and bridges
 #   cluster_remove TAG   remove every namespace and bridge whose name starts with TAG (a cluster left behind)
 
@@ -65,6 +65,9 @@ cluster_remove() {
   done
   for name in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}'); do
     [[ $name == "$tag"r* ]] && { ip link del "$name" 2>/dev/null || true; }
+  done
+  for name in $(nft list tables netdev 2>/dev/null | awk '{print $3}'); do
+    [[ $name == "$tag"loss* ]] && { nft delete table netdev "$name" 2>/dev/null || true; }
   done
   return 0
 }
@@ -233,18 +236,22 @@ switch_down() {
   return 0
 }
 
-# link_loss I RAIL PERCENT: see the top of this file.
+# link_loss I RAIL PERCENT: see the top of this file. The drop happens where host I's frames leave the switch
+# (or bridge) towards every other host: a host's own egress would not do, since a packet socket with a transmit
+# ring (DPDK's af_packet device) takes a frame dropped there as back-pressure and sends it again.
 link_loss() {
-  local i=$1 rail=$2 percent=$3 table="emuloss$2" basis
+  local i=$1 rail=$2 percent=$3 table="${EMU_TAG}loss$1r$2" basis j devices=""
   basis=$(awk -v p="$percent" 'BEGIN { if (p !~ /^[0-9]*\.?[0-9]+$/ || p > 100) exit 1; printf "%d", p * 100 + 0.5 }') ||
     { echo "emulated cluster: loss must be a percentage, got '$percent'" >&2; return 2; }
-  on_host "$i" nft delete table inet "$table" 2>/dev/null || true  # none yet
+  nft delete table netdev "$table" 2>/dev/null || true  # none yet
   ((basis > 0)) || return 0
-  on_host "$i" nft -f - <<NFT
-table inet $table {
+  for ((j = 0; j < EMU_HOSTS; j++)); do ((j == i)) || devices+="${devices:+, }\"$(switch_port "$j" "$rail")\""; done
+  [ -n "$devices" ] || return 0
+  nft -f - <<NFT
+table netdev $table {
   chain out {
-    type filter hook output priority 0; policy accept;
-    oifname "rail$rail" numgen random mod 10000 < $basis counter drop
+    type filter hook egress devices = { $devices } priority 0; policy accept;
+    ip saddr $(host_addr "$i" "$rail") numgen random mod 10000 < $basis counter drop
   }
 }
 NFT

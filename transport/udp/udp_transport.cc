@@ -101,6 +101,7 @@ UdpTransport::UdpTransport(const TransportOptions& options)
   io.traffic_class = options.traffic_class;
   io.send_batch = options.udp.send_batch;
   io.dpdk_eal_args = options.udp.dpdk_eal_args;
+  io.dpdk_spin_us = options.udp.dpdk_spin_us;
   engine_ = std::make_shared<UdpEngine>(io);
   properties_.name = "udp";
   properties_.speed_gbps = line_bps_ / 1e9;

@@ -29,10 +29,10 @@ int64_t steadyNs() {
       .count();
 }
 
-// How long an idle engine sleeps between polls: it spins for the first 200 us after traffic (a round trip's
-// answer is due), then sleeps 50 us, and 1 ms once idle for 20 ms.
-int64_t sleepNs(int64_t idle_ns) {
-  if (idle_ns < 200'000) return 0;
+// How long an idle engine sleeps between polls: it spins for `spin_ns` after traffic (a round trip's answer is
+// due), then sleeps 50 us, and 1 ms once idle for 20 ms.
+int64_t sleepNs(int64_t idle_ns, int64_t spin_ns) {
+  if (idle_ns < spin_ns) return 0;
   if (idle_ns < 20'000'000) return 50'000;
   return 1'000'000;
 }
@@ -65,7 +65,7 @@ ArrivedDatagram datagramOf(rte_mbuf* m) {
 
 DpdkUdpIo::DpdkUdpIo(const UdpIoSetup& setup)
     : tos_(static_cast<uint8_t>((setup.traffic_class >= 0 ? setup.traffic_class & 0xfc : 0) | kEct0)),
-      send_batch_(setup.send_batch), epoll_(epoll_create1(EPOLL_CLOEXEC)),
+      send_batch_(setup.send_batch), spin_ns_(setup.dpdk_spin_us * 1000), epoll_(epoll_create1(EPOLL_CLOEXEC)),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!epoll_.valid() || !wake_.valid()) throw Error(ErrorCode::kSystem, "udp: epoll or eventfd: " + errnoText(errno));
   epoll_event e{};
@@ -184,7 +184,7 @@ void DpdkUdpIo::wait(int64_t timeout_ns) {
       last_frame_ns_ = now;
       return;
     }
-    const int64_t sleep = std::min(sleepNs(now - last_frame_ns_), std::max<int64_t>(deadline - now, 0));
+    const int64_t sleep = std::min(sleepNs(now - last_frame_ns_, spin_ns_), std::max<int64_t>(deadline - now, 0));
     epoll_event events[16];
     timespec t{static_cast<time_t>(sleep / 1'000'000'000), static_cast<long>(sleep % 1'000'000'000)};
     const int n = epoll_pwait2(epoll_.get(), events, 16, &t, nullptr);

@@ -45,6 +45,7 @@ class DpdkUdpIo : public UdpIo {
   std::vector<UdpEndpoint> endpoints_;
   uint8_t tos_;
   int send_batch_;
+  int64_t spin_ns_;
   std::vector<std::vector<rte_mbuf*>> pending_;  // per flow, sent at a full batch or the round's end
   std::vector<char> full_;                        // per flow: the device refused frames this round
   uint64_t lost_sends_ = 0;
