@@ -12,6 +12,7 @@ packages=(
   libpmix-dev                               # rendezvous through mpirun's PMIx server (no MASTER_ADDR)
   iproute2 procps python3
   nftables ethtool                          # the test bed's random loss (numgen) and a switch port's offloads
+  libdpdk-dev                               # the udp transport's DPDK io (a module; the af_packet device)
   iperf3                                    # the link-rate baseline of bench/multihost_compare.sh
   libhwloc-dev                              # NIC locality (PCI function, NUMA node) for the NCCL net plugin
   libucx-dev ucx-utils                      # the ucx transport; ucx_perftest, its baseline
