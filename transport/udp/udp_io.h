@@ -54,7 +54,7 @@ struct UdpIoSetup {
   int traffic_class = -1;
   int send_batch = 32;
   std::string dpdk_eal_args;  // extra EAL arguments (dpdk)
-  int64_t dpdk_spin_us = 200; // dpdk: how long the engine polls without sleeping after the last frame
+  int64_t dpdk_spin_us = 0;   // dpdk: how long the engine polls without sleeping after the last frame
 };
 
 /// Opens the io `setup.kind` names. Throws Error naming the kind, the address and what failed (dpdk: the module

@@ -35,8 +35,8 @@ const config::KnobRegistration kUdpKnobs{
      "udp: how datagrams enter and leave: kernel (sockets: sendmmsg, recvmmsg) or dpdk (DPDK's af_packet device on each rail's interface, tc shaping still applies)"},
     {"MEGASCALE_UDP_DPDK_EAL", config::Type::kString, "", "", "transport",
      "udp: DPDK EAL arguments added to the transport's own (--no-shconf --no-huge --no-pci, one lcore), e.g. '-m 512'"},
-    {"MEGASCALE_UDP_DPDK_SPIN_US", config::Type::kInt, "200", "us", "transport",
-     "udp: DPDK: how long the engine polls without sleeping after the last frame (then it sleeps 50 us between polls, 1 ms once idle 20 ms); 0 where cores are shared"}};
+    {"MEGASCALE_UDP_DPDK_SPIN_US", config::Type::kInt, "0", "us", "transport",
+     "udp: DPDK: how long the engine polls without sleeping after the last frame (then it sleeps until a frame's doorbell, a timer or a post); polling saves a wake-up's microseconds for a core of its own"}};
 
 }  // namespace
 

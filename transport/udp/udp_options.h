@@ -24,7 +24,7 @@ struct UdpOptions {
   int send_batch = 32;               // datagrams per sendmmsg on a socket (per burst on DPDK); 1: one each
   std::string io = "kernel";         // kernel (sockets) or dpdk (the af_packet vdev on each rail's interface)
   std::string dpdk_eal_args;         // dpdk: EAL arguments added to the transport's own
-  int64_t dpdk_spin_us = 200;        // dpdk: the engine polls without sleeping this long after the last frame
+  int64_t dpdk_spin_us = 0;          // dpdk: the engine polls without sleeping this long after the last frame
 };
 
 /// The MEGASCALE_UDP_* knobs. Throws Error(kInvalidArgument) naming a bad value.

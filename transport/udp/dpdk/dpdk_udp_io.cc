@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -23,29 +24,25 @@ constexpr uint32_t kWakeTag = UINT32_MAX;
 constexpr size_t kFramesPerBatch = 32;
 constexpr int kBatchesPerWait = 16;
 constexpr uint8_t kEct0 = 0x02;
+constexpr uint32_t kDoorbellBytes = 1;  // what the kernel socket keeps of a frame DPDK receives
+constexpr int64_t kLongestSleepNs = 100'000'000;
 
 int64_t steadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-// How long an idle engine sleeps between polls: it spins for `spin_ns` after traffic (a round trip's answer is
-// due), then sleeps 50 us, and 1 ms once idle for 20 ms.
-int64_t sleepNs(int64_t idle_ns, int64_t spin_ns) {
-  if (idle_ns < spin_ns) return 0;
-  if (idle_ns < 20'000'000) return 50'000;
-  return 1'000'000;
-}
-
-// The kernel socket keeps what came over loopback (another process of this host) and drops the rest: the rail's
-// frames reach us through DPDK. On a loopback rail DPDK sees everything, and the socket keeps nothing.
-void keepOnlyLoopback(int fd, bool rail_is_loopback) {
+// The kernel socket keeps whole what came over loopback (another process of this host) and one byte of the
+// rest: DPDK's af_packet device takes the rail's frames before the kernel's stack does, so a byte arriving on the
+// socket says a frame is waiting in the device's ring - a doorbell that lets an idle engine sleep in epoll
+// instead of polling. On a loopback rail DPDK sees every frame, and the socket is only a doorbell.
+void filterKernelSocket(int fd, bool rail_is_loopback) {
   const auto loopback = static_cast<uint32_t>(if_nametoindex("lo"));
   sock_filter program[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(SKF_AD_OFF + SKF_AD_IFINDEX)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, rail_is_loopback ? UINT32_MAX : loopback, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, UINT32_MAX),
-      BPF_STMT(BPF_RET | BPF_K, 0),
+      BPF_STMT(BPF_RET | BPF_K, kDoorbellBytes),
   };
   sock_fprog filter{static_cast<unsigned short>(sizeof(program) / sizeof(program[0])), program};
   if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof(filter)) != 0) {
@@ -79,7 +76,7 @@ DpdkUdpIo::DpdkUdpIo(const UdpIoSetup& setup)
       rail.port = DpdkRuntime::instance().port(ipv4, setup.dpdk_eal_args);
       for (int i = 0; i < setup.flows; ++i) {
         auto socket = std::make_unique<UdpSocket>(ipv4, setup.traffic_class);
-        keepOnlyLoopback(socket->fd(), rail.port->interface() == "lo");
+        filterKernelSocket(socket->fd(), rail.port->interface() == "lo");
         e.data.u32 = static_cast<uint32_t>(kernel_sockets_.size());
         epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, socket->fd(), &e);
         rail.port->claim(socket->endpoint().port, &rail.inbox);
@@ -184,7 +181,9 @@ void DpdkUdpIo::wait(int64_t timeout_ns) {
       last_frame_ns_ = now;
       return;
     }
-    const int64_t sleep = std::min(sleepNs(now - last_frame_ns_, spin_ns_), std::max<int64_t>(deadline - now, 0));
+    // Polling for `spin_ns_` after the last frame (a round trip's answer is due), then asleep until the next
+    // timer, a doorbell or a wake.
+    const int64_t sleep = now - last_frame_ns_ < spin_ns_ ? 0 : std::clamp<int64_t>(deadline - now, 0, kLongestSleepNs);
     epoll_event events[16];
     timespec t{static_cast<time_t>(sleep / 1'000'000'000), static_cast<long>(sleep % 1'000'000'000)};
     const int n = epoll_pwait2(epoll_.get(), events, 16, &t, nullptr);
@@ -207,7 +206,11 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive() {
   while (!readable_.empty()) {  // another process of this host, through the kernel
     const int n = kernel_sockets_[readable_.back()]->receive(kernel_batch_);
     if (n < ReceiveBatch::kDatagrams) readable_.pop_back();
-    for (int i = 0; i < n; ++i) arrived_.push_back({kernel_batch_.data(i), kernel_batch_.size(i), kernel_batch_.tos(i), 0});
+    for (int i = 0; i < n; ++i) {
+      if (kernel_batch_.size(i) > kDoorbellBytes) {  // a doorbell's byte is no datagram of ours
+        arrived_.push_back({kernel_batch_.data(i), kernel_batch_.size(i), kernel_batch_.tos(i), 0});
+      }
+    }
     if (n > 0) return arrived_;
   }
   if (staged_.empty()) pollRails();

@@ -1,9 +1,10 @@
 // The udp engine's datagrams through DPDK (udp_io.h): each flow's frames built here (udp_frame.h) and sent in
-// bursts on its rail's port (dpdk_port.h), frames received by polling the rails' ports. The engine's thread
-// polls while traffic flows and sleeps in growing steps once it stops, so an idle transport costs no core.
-// Each flow also holds a kernel UDP socket bound to its port: it keeps the port the flow's own, and it carries the
-// datagrams between two processes on one host (to an address of this host that no io of this process holds, as
-// a kernel socket would), while a filter drops the kernel's copies of what arrives on the rail.
+// bursts on its rail's port (dpdk_port.h), frames received by polling the rails' ports. Each flow also holds a
+// kernel UDP socket bound to its port: it keeps the port the flow's own, it carries the datagrams between two
+// processes on one host (to an address of this host that no io of this process holds, as a kernel socket
+// would), and a filter leaves one byte of each frame the rail brings as a doorbell. The engine's thread polls
+// for MEGASCALE_UDP_DPDK_SPIN_US after the last frame, then sleeps in epoll until a doorbell, a timer or a
+// post: an idle transport costs no core, and engines sharing cores do not take turns polling.
 #pragma once
 
 #include <memory>
