@@ -12,7 +12,7 @@ namespace megascale::transport {
 
 namespace {
 constexpr uint32_t kWakeTag = UINT32_MAX;
-constexpr int kBatchesPerSocket = 8;  // per wait: one busy flow must not starve the timers of the others
+constexpr int kPassesPerWait = 8;  // at most a batch per socket each: busy flows must not starve the timers
 }  // namespace
 
 KernelUdpIo::KernelUdpIo(const UdpIoSetup& setup)
@@ -70,7 +70,7 @@ void KernelUdpIo::wait(int64_t timeout_ns) {
   const int n = epoll_pwait2(epoll_.get(), events, 64, &timeout, nullptr);
   readable_.clear();
   cursor_ = 0;
-  rounds_ = 0;
+  passes_ = 0;
   for (int i = 0; i < n; ++i) {
     if (events[i].data.u32 == kWakeTag) {
       uint64_t count;
@@ -81,12 +81,19 @@ void KernelUdpIo::wait(int64_t timeout_ns) {
   }
 }
 
-std::span<const ArrivedDatagram> KernelUdpIo::receive() {
-  while (cursor_ < readable_.size()) {
+std::span<const ArrivedDatagram> KernelUdpIo::receive(bool* pass_ended) {
+  *pass_ended = false;
+  while (!readable_.empty() && passes_ < kPassesPerWait) {
+    if (cursor_ >= readable_.size()) cursor_ = 0;
     const int n = sockets_[readable_[cursor_]]->receive(batch_);
-    if (n < ReceiveBatch::kDatagrams || ++rounds_ == kBatchesPerSocket) {
+    if (n < ReceiveBatch::kDatagrams) {
+      readable_.erase(readable_.begin() + static_cast<std::ptrdiff_t>(cursor_));  // drained
+    } else {
       ++cursor_;
-      rounds_ = 0;
+    }
+    if (cursor_ >= readable_.size()) {
+      ++passes_;
+      *pass_ended = true;
     }
     if (n == 0) continue;
     timespec realtime{};

@@ -22,7 +22,7 @@ class KernelUdpIo : public UdpIo {
   void endRound() override;
   uint64_t lostSends() const override { return lost_sends_; }
   void wait(int64_t timeout_ns) override;
-  std::span<const ArrivedDatagram> receive() override;
+  std::span<const ArrivedDatagram> receive(bool* pass_ended) override;
   void wake() override;
 
  private:
@@ -35,9 +35,9 @@ class KernelUdpIo : public UdpIo {
   std::vector<char> socket_full_;      // per socket: a flush this round left datagrams behind
   uint64_t lost_sends_ = 0;
   Fd epoll_, wake_;
-  std::vector<uint32_t> readable_;  // sockets the last wait found readable
-  size_t cursor_ = 0;               // the one receive() reads next
-  int rounds_ = 0;                  // batches read from it
+  std::vector<uint32_t> readable_;  // sockets the last wait found readable and not yet drained
+  size_t cursor_ = 0;               // the one receive() reads next: one batch from each per pass
+  int passes_ = 0;                  // passes this wait
   ReceiveBatch batch_;
   std::vector<ArrivedDatagram> arrived_;
 };

@@ -45,7 +45,6 @@ bool UdpEngine::send(int flow, const sockaddr_in& to, const void* head, size_t h
 
 void UdpEngine::deliver(std::span<const ArrivedDatagram> batch) {
   const Picoseconds now = this->now();
-  touched_.clear();
   for (const ArrivedDatagram& d : batch) {
     udp_wire::Header h;
     if (!udp_wire::parseHeader(d.data, d.size, &h)) continue;  // not ours: dropped
@@ -54,9 +53,13 @@ void UdpEngine::deliver(std::span<const ArrivedDatagram> batch) {
     it->second->onPacket(h, d.data, d.size, d.tos, now - d.waited_ns * kNanosecond);
     if (std::find(touched_.begin(), touched_.end(), it->second) == touched_.end()) touched_.push_back(it->second);
   }
-  const Picoseconds done = this->now();
+}
+
+void UdpEngine::acknowledge() {
+  const Picoseconds done = now();
   for (UdpHalf* half : touched_) half->endOfBatch(done);
-  io_->endRound();  // the batch's acknowledgements leave before the next receive
+  touched_.clear();
+  io_->endRound();  // the acknowledgements leave before the next receive
 }
 
 void UdpEngine::run() {
@@ -65,9 +68,13 @@ void UdpEngine::run() {
     const Picoseconds wait = next == kNever ? 100 * kMillisecond : std::clamp<Picoseconds>(next - now(), 0, kSecond);
     io_->wait(wait / kNanosecond);
     std::lock_guard<std::mutex> guard(mutex_);
-    for (std::span<const ArrivedDatagram> batch = io_->receive(); !batch.empty(); batch = io_->receive()) {
+    bool pass_ended = false;
+    for (std::span<const ArrivedDatagram> batch = io_->receive(&pass_ended); !batch.empty() || pass_ended;
+         batch = io_->receive(&pass_ended)) {
       deliver(batch);
+      if (pass_ended) acknowledge();
     }
+    acknowledge();
     const Picoseconds now = this->now();
     next = kNever;
     for (auto& [id, half] : halves_) next = std::min(next, half->step(now));

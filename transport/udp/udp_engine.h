@@ -47,10 +47,12 @@ class UdpEngine : public DatagramOut {
  private:
   void run();
   void deliver(std::span<const ArrivedDatagram> batch);
+  /// The halves the datagrams since the last call reached send their acknowledgements (once per pass).
+  void acknowledge();
 
   std::unique_ptr<UdpIo> io_;
   std::unordered_map<uint64_t, UdpHalf*> halves_;
-  std::vector<UdpHalf*> touched_;  // the halves a receive batch reached (kept: no allocation per batch)
+  std::vector<UdpHalf*> touched_;  // the halves this pass's datagrams reached (kept: no allocation per batch)
   std::mutex mutex_;
   std::atomic<bool> stopping_{false};
   std::chrono::steady_clock::time_point start_;

@@ -40,8 +40,11 @@ class UdpIo {
   /// Returns when datagrams may be waiting, wake() was called, or `timeout_ns` passed.
   virtual void wait(int64_t timeout_ns) = 0;
   /// The next batch of waiting datagrams; empty when this wait's share is done (one busy flow cannot starve the
-  /// engine's timers).
-  virtual std::span<const ArrivedDatagram> receive() = 0;
+  /// engine's timers). `*pass_ended`: every source that had datagrams has now given a batch since the last pass
+  /// ended - the engine acknowledges then, since a connection's packets are sprayed over flows that arrive on
+  /// different sockets, and acknowledging one socket's batch before the next is read makes the packets still
+  /// waiting on the others look overtaken, i.e. lost.
+  virtual std::span<const ArrivedDatagram> receive(bool* pass_ended) = 0;
   /// Makes wait() return now (from any thread).
   virtual void wake() = 0;
 };

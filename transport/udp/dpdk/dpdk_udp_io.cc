@@ -199,7 +199,9 @@ void DpdkUdpIo::wait(int64_t timeout_ns) {
   }
 }
 
-std::span<const ArrivedDatagram> DpdkUdpIo::receive() {
+std::span<const ArrivedDatagram> DpdkUdpIo::receive(bool* pass_ended) {
+  // Frames come off the wire in the order they arrived, every flow's together: each batch is a pass.
+  *pass_ended = false;
   freeHeld();
   if (budget_-- <= 0) return {};
   arrived_.clear();
@@ -211,11 +213,15 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive() {
         arrived_.push_back({kernel_batch_.data(i), kernel_batch_.size(i), kernel_batch_.tos(i), 0});
       }
     }
-    if (n > 0) return arrived_;
+    if (!arrived_.empty()) {
+      *pass_ended = true;
+      return arrived_;
+    }
   }
   if (staged_.empty()) pollRails();
   std::swap(held_, staged_);
   for (rte_mbuf* m : held_) arrived_.push_back(datagramOf(m));
+  *pass_ended = !arrived_.empty();
   return arrived_;
 }
 

@@ -27,7 +27,7 @@ class DpdkUdpIo : public UdpIo {
   void endRound() override;
   uint64_t lostSends() const override { return lost_sends_; }
   void wait(int64_t timeout_ns) override;
-  std::span<const ArrivedDatagram> receive() override;
+  std::span<const ArrivedDatagram> receive(bool* pass_ended) override;
   void wake() override;
 
  private:
