@@ -1,9 +1,5 @@
 #include "transport/udp/kernel_udp_io.h"
 
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <ctime>
 
 #include "common/status.h"
@@ -11,30 +7,19 @@
 namespace megascale::transport {
 
 namespace {
-constexpr uint32_t kWakeTag = UINT32_MAX;
 constexpr int kPassesPerWait = 8;  // at most a batch per socket each: busy flows must not starve the timers
 }  // namespace
 
-KernelUdpIo::KernelUdpIo(const UdpIoSetup& setup)
-    : send_batch_(setup.send_batch), epoll_(epoll_create1(EPOLL_CLOEXEC)),
-      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  if (!epoll_.valid() || !wake_.valid()) throw Error(ErrorCode::kSystem, "udp: epoll or eventfd: " + errnoText(errno));
+KernelUdpIo::KernelUdpIo(const UdpIoSetup& setup) : send_batch_(setup.send_batch) {
   for (const std::string& ipv4 : setup.rails) {
     for (int i = 0; i < setup.flows; ++i) {
-      epoll_event e{};
-      e.events = EPOLLIN;
-      e.data.u32 = static_cast<uint32_t>(sockets_.size());
       sockets_.push_back(std::make_unique<UdpSocket>(ipv4, setup.traffic_class));
+      waiter_.add(sockets_.back()->fd(), static_cast<uint32_t>(sockets_.size() - 1));
       endpoints_.push_back(sockets_.back()->endpoint());
       batches_.emplace_back(send_batch_);
       socket_full_.push_back(0);
-      epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, sockets_.back()->fd(), &e);
     }
   }
-  epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.u32 = kWakeTag;
-  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &e);
   arrived_.reserve(ReceiveBatch::kDatagrams);
 }
 
@@ -65,20 +50,10 @@ void KernelUdpIo::endRound() {
 }
 
 void KernelUdpIo::wait(int64_t timeout_ns) {
-  epoll_event events[64];
-  timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-  const int n = epoll_pwait2(epoll_.get(), events, 64, &timeout, nullptr);
   readable_.clear();
   cursor_ = 0;
   passes_ = 0;
-  for (int i = 0; i < n; ++i) {
-    if (events[i].data.u32 == kWakeTag) {
-      uint64_t count;
-      (void)!read(wake_.get(), &count, sizeof(count));
-    } else {
-      readable_.push_back(events[i].data.u32);
-    }
-  }
+  waiter_.wait(timeout_ns, &readable_);
 }
 
 std::span<const ArrivedDatagram> KernelUdpIo::receive(bool* pass_ended) {
@@ -111,6 +86,6 @@ std::span<const ArrivedDatagram> KernelUdpIo::receive(bool* pass_ended) {
   return {};
 }
 
-void KernelUdpIo::wake() { signalEventFd(wake_.get()); }
+void KernelUdpIo::wake() { waiter_.wake(); }
 
 }  // namespace megascale::transport

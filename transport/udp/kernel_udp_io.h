@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/socket.h"
+#include "transport/udp/socket_waiter.h"
 #include "transport/udp/udp_io.h"
 #include "transport/udp/udp_send_batch.h"
 
@@ -34,7 +34,7 @@ class KernelUdpIo : public UdpIo {
   std::vector<UdpSendBatch> batches_;  // per socket
   std::vector<char> socket_full_;      // per socket: a flush this round left datagrams behind
   uint64_t lost_sends_ = 0;
-  Fd epoll_, wake_;
+  SocketWaiter waiter_;
   std::vector<uint32_t> readable_;  // sockets the last wait found readable and not yet drained
   size_t cursor_ = 0;               // the one receive() reads next: one batch from each per pass
   int passes_ = 0;                  // passes this wait

@@ -3,9 +3,6 @@
 #include <linux/filter.h>
 #include <net/if.h>
 #include <rte_mbuf.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,7 +17,6 @@ namespace megascale::transport {
 
 namespace {
 
-constexpr uint32_t kWakeTag = UINT32_MAX;
 constexpr size_t kFramesPerBatch = 32;
 constexpr int kBatchesPerWait = 16;
 constexpr uint8_t kEct0 = 0x02;
@@ -62,13 +58,7 @@ ArrivedDatagram datagramOf(rte_mbuf* m) {
 
 DpdkUdpIo::DpdkUdpIo(const UdpIoSetup& setup)
     : tos_(static_cast<uint8_t>((setup.traffic_class >= 0 ? setup.traffic_class & 0xfc : 0) | kEct0)),
-      send_batch_(setup.send_batch), spin_ns_(setup.dpdk_spin_us * 1000), epoll_(epoll_create1(EPOLL_CLOEXEC)),
-      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  if (!epoll_.valid() || !wake_.valid()) throw Error(ErrorCode::kSystem, "udp: epoll or eventfd: " + errnoText(errno));
-  epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.u32 = kWakeTag;
-  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &e);
+      send_batch_(setup.send_batch), spin_ns_(setup.dpdk_spin_us * 1000) {
   try {
     for (const std::string& ipv4 : setup.rails) {
       rails_.push_back(std::make_unique<Rail>());
@@ -77,8 +67,7 @@ DpdkUdpIo::DpdkUdpIo(const UdpIoSetup& setup)
       for (int i = 0; i < setup.flows; ++i) {
         auto socket = std::make_unique<UdpSocket>(ipv4, setup.traffic_class);
         filterKernelSocket(socket->fd(), rail.port->interface() == "lo");
-        e.data.u32 = static_cast<uint32_t>(kernel_sockets_.size());
-        epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, socket->fd(), &e);
+        waiter_.add(socket->fd(), static_cast<uint32_t>(kernel_sockets_.size()));
         rail.port->claim(socket->endpoint().port, &rail.inbox);
         endpoints_.push_back(socket->endpoint());
         kernel_sockets_.push_back(std::move(socket));
@@ -184,18 +173,7 @@ void DpdkUdpIo::wait(int64_t timeout_ns) {
     // Polling for `spin_ns_` after the last frame (a round trip's answer is due), then asleep until the next
     // timer, a doorbell or a wake.
     const int64_t sleep = now - last_frame_ns_ < spin_ns_ ? 0 : std::clamp<int64_t>(deadline - now, 0, kLongestSleepNs);
-    epoll_event events[16];
-    timespec t{static_cast<time_t>(sleep / 1'000'000'000), static_cast<long>(sleep % 1'000'000'000)};
-    const int n = epoll_pwait2(epoll_.get(), events, 16, &t, nullptr);
-    for (int k = 0; k < n; ++k) {
-      if (events[k].data.u32 == kWakeTag) {
-        uint64_t count;
-        (void)!read(wake_.get(), &count, sizeof(count));
-      } else {
-        readable_.push_back(events[k].data.u32);
-      }
-    }
-    if (n > 0 || steadyNs() >= deadline) return;
+    if (waiter_.wait(sleep, &readable_) || steadyNs() >= deadline) return;
   }
 }
 
@@ -225,7 +203,7 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive(bool* pass_ended) {
   return arrived_;
 }
 
-void DpdkUdpIo::wake() { signalEventFd(wake_.get()); }
+void DpdkUdpIo::wake() { waiter_.wake(); }
 
 }  // namespace megascale::transport
 

@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "common/socket.h"
 #include "transport/udp/dpdk/dpdk_port.h"
+#include "transport/udp/socket_waiter.h"
 #include "transport/udp/udp_io.h"
 
 namespace megascale::transport {
@@ -50,7 +50,7 @@ class DpdkUdpIo : public UdpIo {
   std::vector<std::vector<rte_mbuf*>> pending_;  // per flow, sent at a full batch or the round's end
   std::vector<char> full_;                        // per flow: the device refused frames this round
   uint64_t lost_sends_ = 0;
-  Fd epoll_, wake_;
+  SocketWaiter waiter_;
   std::vector<uint32_t> readable_;  // kernel sockets the last wait found readable
   std::vector<rte_mbuf*> staged_;   // frames polled, not handed out yet
   std::vector<rte_mbuf*> held_;     // frames the last receive() handed out
