@@ -68,7 +68,7 @@ DpdkPort::DpdkPort(const std::string& interface, uint32_t ipv4, int mtu, int ind
   rte_eth_macaddr_get(port_id_, &mac);
   std::memcpy(mac_.data(), mac.addr_bytes, 6);
   // Frames live only between the device and an engine's round: a small pool does (16 MB of buffers).
-  const unsigned count = static_cast<unsigned>(std::clamp(16 << 20 / (frame_bytes + 256), 1023, 8191));
+  const unsigned count = static_cast<unsigned>(std::clamp((16 << 20) / (frame_bytes + 256), 1023, 8191));
   pool_ = rte_pktmbuf_pool_create(("megascale" + std::to_string(index)).c_str(), count, 0, 0,
                                   static_cast<uint16_t>(frame_bytes + RTE_PKTMBUF_HEADROOM), SOCKET_ID_ANY);
   if (pool_ == nullptr) {

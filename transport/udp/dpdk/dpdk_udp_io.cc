@@ -168,6 +168,9 @@ void DpdkUdpIo::wait(int64_t timeout_ns) {
     const int64_t now = steadyNs();
     if (!staged_.empty() || pollRails()) {
       last_frame_ns_ = now;
+      // The kernel sockets are read too: doorbells left unread would fill them, and same-host datagrams
+      // behind them would be dropped.
+      waiter_.wait(0, &readable_);
       return;
     }
     // Polling for `spin_ns_` after the last frame (a round trip's answer is due), then asleep until the next
