@@ -84,10 +84,7 @@ DpdkPort::DpdkPort(const std::string& interface, uint32_t ipv4, int mtu, int ind
     closeDevice();
     throw Error(ErrorCode::kUnavailable, why);
   }
-  std::ifstream kernel_table("/proc/net/arp");
-  std::stringstream text;
-  text << kernel_table.rdbuf();
-  neighbors_.learnFromKernel(text.str(), interface_);
+  learnKernelNeighbors();
 }
 
 DpdkPort::~DpdkPort() {
@@ -173,13 +170,17 @@ void DpdkPort::sendArp(const udp_frame::Arp& arp, const udp_frame::Mac& destinat
   if (!interfaceUp() || rte_eth_tx_burst(port_id_, 0, &m, 1) != 1) rte_pktmbuf_free(m);
 }
 
-std::optional<udp_frame::Mac> DpdkPort::macOf(uint32_t ipv4) {
-  std::optional<udp_frame::Mac> mac = neighbors_.find(ipv4);
-  if (mac || !neighbors_.shouldAsk(ipv4, steadyNs())) return mac;
-  std::ifstream kernel_table("/proc/net/arp");  // the kernel may have resolved it meanwhile
+void DpdkPort::learnKernelNeighbors() {
+  std::ifstream kernel_table("/proc/net/arp");
   std::stringstream text;
   text << kernel_table.rdbuf();
   neighbors_.learnFromKernel(text.str(), interface_);
+}
+
+std::optional<udp_frame::Mac> DpdkPort::macOf(uint32_t ipv4) {
+  std::optional<udp_frame::Mac> mac = neighbors_.find(ipv4);
+  if (mac || !neighbors_.shouldAsk(ipv4, steadyNs())) return mac;
+  learnKernelNeighbors();  // the kernel may have resolved it meanwhile
   if ((mac = neighbors_.find(ipv4))) return mac;
   udp_frame::Arp request;
   request.operation = udp_frame::kArpRequest;

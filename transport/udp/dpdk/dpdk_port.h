@@ -68,6 +68,7 @@ class DpdkPort {
   void sendArp(const udp_frame::Arp& arp, const udp_frame::Mac& destination);  // lock held
   void dispatch(rte_mbuf* frame, DpdkInbox& poller, std::vector<rte_mbuf*>* out, size_t max);  // lock held
   std::optional<udp_frame::Mac> macOf(uint32_t ipv4);  // lock held; asks when unknown
+  void learnKernelNeighbors();  // from /proc/net/arp
 
   std::string interface_;
   uint32_t ipv4_;

@@ -19,7 +19,6 @@ namespace {
 
 constexpr size_t kFramesPerBatch = 32;
 constexpr int kBatchesPerWait = 16;
-constexpr uint8_t kEct0 = 0x02;
 constexpr uint32_t kDoorbellBytes = 1;  // what the kernel socket keeps of a frame DPDK receives
 constexpr int64_t kLongestSleepNs = 100'000'000;
 
@@ -57,7 +56,7 @@ ArrivedDatagram datagramOf(rte_mbuf* m) {
 }  // namespace
 
 DpdkUdpIo::DpdkUdpIo(const UdpIoSetup& setup)
-    : tos_(static_cast<uint8_t>((setup.traffic_class >= 0 ? setup.traffic_class & 0xfc : 0) | kEct0)),
+    : tos_(static_cast<uint8_t>(setup.traffic_class >= 0 ? setup.traffic_class & 0xfc : 0)),  // writeUdp adds ECT(0)
       send_batch_(setup.send_batch), spin_ns_(setup.dpdk_spin_us * 1000) {
   try {
     for (const std::string& ipv4 : setup.rails) {
