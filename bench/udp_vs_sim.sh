@@ -6,16 +6,18 @@
 #   incast   4-to-1, INCAST_MB MiB from each of hosts 1..4 to host 0.
 # The simulator's flows start as the test bed's did (their offsets measured: processes and connections do not
 # start at once). Completion time (the test bed: the sender's first send to its last acknowledged; the incast:
-# the slowest flow's) and
-# the peak of host 0's switch queue, side by side, with their ratio (target: within 15%). The round trip the
-# simulator gets is the test bed's, measured first (64-byte messages one at a time; their completion includes
-# both hosts' software): the simulator's links get a quarter of it each (two hops, both ways).
+# the slowest flow's) and the peak of host 0's switch queue, side by side, with their ratio (target: within 15%).
+# The round trip the simulator gets is the test bed's, measured first (64-byte messages one at a time; their
+# completion includes both hosts' software): the simulator's links get a quarter of it each (two hops, both
+# ways). Its hosts are the test bed's software hosts: their links to the switch unshaped (UPLINK_GBPS), their
+# pacing timers as late on average as the senders' summaries say the test bed's were in that run ("late us"),
+# and the transport's retransmission timer.
 #   bench/udp_vs_sim.sh [BUILD_DIR]   (root; ~2 min; env: RATE=500mbit BUFFER=1000000 LAWS="swift hybrid dcqcn"
-#                                     SINGLE_MB=32 INCAST_MB=8)
+#                                     SINGLE_MB=32 INCAST_MB=8 UPLINK_GBPS=10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
-RATE=${RATE:-500mbit} BUFFER=${BUFFER:-1000000} LAWS=${LAWS:-swift hybrid dcqcn} SINGLE_MB=${SINGLE_MB:-32} INCAST_MB=${INCAST_MB:-8}
+UPLINK_GBPS=${UPLINK_GBPS:-10} RATE=${RATE:-500mbit} BUFFER=${BUFFER:-1000000} LAWS=${LAWS:-swift hybrid dcqcn} SINGLE_MB=${SINGLE_MB:-32} INCAST_MB=${INCAST_MB:-8}
 KMIN=40000 KMAX=160000  # the switch's defaults at this rate
 [ "$(id -u)" = 0 ] || { echo "SKIPPED: the emulated hosts need root"; exit 77; }
 source testbed/emulated_cluster.sh
@@ -43,8 +45,9 @@ transfer() {
     --flows $# --message "$size" --depth 1 --timeout-s 100 > /dev/null &
   local receiver=$!
   for i in "$@"; do
-    on_host "$i" env MEGASCALE_UDP_CC="$law" timeout 120 "$flow_bench" send --bind "$(host_addr "$i")" --handle "$handle" \
-      --flow "$i" --message "$size" --messages "$messages" --depth 4 --timeout-s 100 > "$tmp/sender$i" &
+    on_host "$i" env MEGASCALE_UDP_CC="$law" MEGASCALE_DEBUG=2 timeout 120 "$flow_bench" send --bind "$(host_addr "$i")" \
+      --handle "$handle" --flow "$i" --message "$size" --messages "$messages" --depth 4 --timeout-s 100 \
+      > "$tmp/sender$i" 2> "$tmp/sender$i.log" &
     pids+=($!)
   done
   for i in "${pids[@]}"; do wait "$i"; done
@@ -54,7 +57,12 @@ transfer() {
   fct=$(cat "${@/#/$tmp/sender}" | awk '{ for (i = 1; i < NF; i++) if ($i == "fct_ms" && $(i + 1) > m) m = $(i + 1) } END { print m }')
   cat "${@/#/$tmp/sender}" | awk -v bytes="$((messages * size))" '{ for (i = 1; i < NF; i++) if ($i == "started_us") s[$2] = $(i + 1) }
     END { for (f in s) if (first == "" || s[f] < first) first = s[f]; for (f in s) print f, 0, bytes, s[f] - first }' > "$tmp/flows"
-  echo "$fct $(tail -n +"$((from + 1))" "$tmp/queue.csv" | awk -F, -v port="$(switch_port 0 0)" '$2 == port && $4 > m { m = $4 } END { print m + 0 }')"
+  # How late the senders' pacing timers fired, on average (their connection summaries, MEGASCALE_DEBUG=2).
+  local late
+  late=$(cat $(printf "$tmp/sender%s.log " "$@") |
+    awk '/packets sent/ && / late/ { for (i = 1; i < NF; i++) if ($(i + 1) == "packets" && $i > 100) { s += $(NF - 2); n++ } }
+         END { printf "%.1f", n ? s / n : 0 }')
+  echo "$fct $(tail -n +"$((from + 1))" "$tmp/queue.csv" | awk -F, -v port="$(switch_port 0 0)" '$2 == port && $4 > m { m = $4 } END { print m + 0 }') $late"
 }
 
 # The round trip: 64-byte messages one at a time, each done once acknowledged.
@@ -63,10 +71,13 @@ rtt_us=$(awk -v t="$ping_ms" 'BEGIN { printf "%.0f", t * 1000 / 2000 }')
 delay_us=$(awk -v r="$rtt_us" 'BEGIN { printf "%.1f", r / 4 }')
 echo "# udp against megascale-sim: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); $(date -u +%F)"
 echo "# link $RATE, buffer $BUFFER B, ECN K_min $KMIN / K_max $KMAX B, $payload-byte packets; round trip $rtt_us us (simulator: $delay_us us per link)"
-printf "\n%-8s %-7s %14s %14s %7s %14s %14s %7s\n" scenario law "test bed ms" "simulator ms" ratio "bed queue B" "sim queue B" ratio
+echo "# the simulator's hosts: uplinks at $UPLINK_GBPS Gbit/s (the veths are not shaped), pacing timers as late as the test bed's were"
+printf "\n%-8s %-7s %8s %14s %14s %7s %14s %14s %7s\n" scenario law "late us" "test bed ms" "simulator ms" ratio \
+  "bed queue B" "sim queue B" ratio
 
-simulate() {  # simulate LAW HOSTS: the flows of $tmp/flows; prints the simulator's max FCT (ms) and peak queue (bytes)
+simulate() {  # simulate LAW HOSTS LATE_US: the flows of $tmp/flows; prints the simulator's max FCT (ms) and peak queue (bytes)
   "$sim" --topology star --hosts "$2" --rate-gbps "$(awk -v m="$rate_mbps" 'BEGIN { print m / 1000 }')" \
+    --uplink-gbps "$UPLINK_GBPS" --wake-lateness-us "$3" \
     --delay-us "$delay_us" --mtu-bytes "$payload" --buffer-bytes "$BUFFER" --kmin-bytes "$KMIN" --kmax-bytes "$KMAX" \
     --workload "file:$tmp/flows" --cc "udp-$1" --end-ms 60000 |
     awk '$1 ~ /^udp-/ { printf "%.2f %d\n", $6 / 1000, $7 }'
@@ -75,13 +86,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), (b >
 for law in $LAWS; do
   for scenario in single incast; do
     if [ "$scenario" = single ]; then
-      read -r bed_ms bed_queue < <(transfer "$law" "$SINGLE_MB" 1048576 1)
-      read -r sim_ms sim_queue < <(simulate "$law" 2)
+      read -r bed_ms bed_queue late_us < <(transfer "$law" "$SINGLE_MB" 1048576 1)
+      read -r sim_ms sim_queue < <(simulate "$law" 2 "$late_us")
     else
-      read -r bed_ms bed_queue < <(transfer "$law" "$INCAST_MB" 1048576 1 2 3 4)
-      read -r sim_ms sim_queue < <(simulate "$law" 5)
+      read -r bed_ms bed_queue late_us < <(transfer "$law" "$INCAST_MB" 1048576 1 2 3 4)
+      read -r sim_ms sim_queue < <(simulate "$law" 5 "$late_us")
     fi
-    printf "%-8s %-7s %14s %14s %7s %14s %14s %7s\n" "$scenario" "$law" "$bed_ms" "$sim_ms" "$(ratio "$bed_ms" "$sim_ms")" \
+    printf "%-8s %-7s %8s %14s %14s %7s %14s %14s %7s\n" "$scenario" "$law" "$late_us" "$bed_ms" "$sim_ms" "$(ratio "$bed_ms" "$sim_ms")" \
       "$bed_queue" "$sim_queue" "$(ratio "$bed_queue" "$sim_queue")"
   done
 done

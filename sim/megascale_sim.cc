@@ -35,6 +35,8 @@ struct Options {
   std::string topology = "fattree";
   int k = 4, hosts = 16, servers = 16, rails = 8, group = 4, aggregations = 2, cores = 2;
   double rate_gbps = 100, fabric_gbps = 0;
+  double uplink_gbps = 0;        // star: host to switch (0: rate_gbps)
+  double wake_lateness_us = 0;   // software hosts' pacing (0: a NIC's)
   double delay_us = 1;
   std::vector<std::string> controls = {"dcqcn"};
   std::string workload = "permutation";
@@ -90,6 +92,10 @@ void applyPreset(const std::string& name, Options* o) {
       "  --aggregations N --cores N     rail-optimized: aggregation switches per rail, core switches (default 2, 2)\n"
       "  --rate-gbps G                  host links (default 100); --fabric-gbps G switch links (default = host)\n"
       "  --delay-us D                   per-link propagation delay (default 1)\n"
+      "  --uplink-gbps G                star: hosts' links to the switch, when faster than its ports to them\n"
+      "                                 (an unshaped veth of the test bed)\n"
+      "  --wake-lateness-us T           hosts pace in software, their timers firing T us late on average\n"
+      "                                 (uniform 0..2T), catching up as the udp transport does (default 0)\n"
       "  --cc LIST                      comma list of none, dcqcn, dcqcn-paper, swift, hybrid, timely; or all;\n"
       "                                 udp-swift, udp-hybrid, udp-dcqcn, udp-none: the laws as the udp transport\n"
       "                                 sets them up (its default target, window and packet)\n"
@@ -139,7 +145,7 @@ Options parse(int argc, char** argv) {
   Options o;
   enum { kTopology = 1000, kK, kHosts, kServers, kRails, kGroup, kRate, kFabric, kDelay, kCc, kWorkload, kBytes,
          kLoad, kDuration, kPfc, kSpray, kSeed, kEnd, kCsv, kHelp, kAggregations, kCores, kUnit, kNvlink, kAlgorithm,
-         kPreset, kQueues, kQueueInterval, kRanksPerHost, kMtu, kBuffer, kKmin, kKmax, kPmax };
+         kPreset, kQueues, kQueueInterval, kRanksPerHost, kMtu, kBuffer, kKmin, kKmax, kPmax, kUplink, kWakeLateness };
   static const option longs[] = {
       {"topology", required_argument, nullptr, kTopology}, {"k", required_argument, nullptr, kK},
       {"hosts", required_argument, nullptr, kHosts},       {"servers", required_argument, nullptr, kServers},
@@ -159,6 +165,7 @@ Options parse(int argc, char** argv) {
       {"mtu-bytes", required_argument, nullptr, kMtu},     {"buffer-bytes", required_argument, nullptr, kBuffer},
       {"kmin-bytes", required_argument, nullptr, kKmin},   {"kmax-bytes", required_argument, nullptr, kKmax},
       {"pmax", required_argument, nullptr, kPmax},
+      {"uplink-gbps", required_argument, nullptr, kUplink}, {"wake-lateness-us", required_argument, nullptr, kWakeLateness},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, nullptr)) != -1) {
@@ -199,6 +206,8 @@ Options parse(int argc, char** argv) {
       case kKmin: o.kmin_bytes = static_cast<uint64_t>(number("--kmin-bytes", optarg, 0)); break;
       case kKmax: o.kmax_bytes = static_cast<uint64_t>(number("--kmax-bytes", optarg, 1)); break;
       case kPmax: o.pmax = number("--pmax", optarg, 0); break;
+      case kUplink: o.uplink_gbps = number("--uplink-gbps", optarg, 0.001); break;
+      case kWakeLateness: o.wake_lateness_us = number("--wake-lateness-us", optarg, 0); break;
       case kHelp:
       case 'h': usage(0);
       default: usage(2);
@@ -209,6 +218,10 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   if (o.fabric_gbps == 0) o.fabric_gbps = o.rate_gbps;
+  if (o.uplink_gbps > 0 && o.topology != "star") {
+    std::fprintf(stderr, "megascale-sim: --uplink-gbps is for the star topology\n");
+    std::exit(2);
+  }
   if ((o.kmin_bytes > 0 || o.kmax_bytes > 0) && (o.kmax_bytes <= o.kmin_bytes || o.pmax > 1)) {
     std::fprintf(stderr, "megascale-sim: --kmin-bytes and --kmax-bytes go together, kmin < kmax, and --pmax <= 1\n");
     std::exit(2);
@@ -256,7 +269,8 @@ ControlFactory controlNamed(const std::string& name, double line_bps, uint32_t p
 }
 
 void buildTopology(Network& net, const Options& o) {
-  const LinkSpec links{o.rate_gbps * 1e9, o.fabric_gbps * 1e9, static_cast<Picoseconds>(o.delay_us * kMicrosecond)};
+  LinkSpec links{o.rate_gbps * 1e9, o.fabric_gbps * 1e9, static_cast<Picoseconds>(o.delay_us * kMicrosecond)};
+  links.uplink_bps = o.uplink_gbps * 1e9;
   if (o.topology == "fattree") {
     buildFatTree(net, o.k, links);
   } else if (o.topology == "star") {
@@ -303,7 +317,7 @@ std::vector<FlowSpec> flowsFor(const Options& o, int hosts) {
   throw std::invalid_argument("unknown workload '" + w + "'");
 }
 
-NetworkParams paramsFor(const Options& o) {
+NetworkParams paramsFor(const Options& o, const std::string& control) {
   NetworkParams params;
   params.pfc = o.pfc;
   if (o.pfc) params.rto.min = 10 * kMillisecond;  // lossless: only a real fault should time out
@@ -311,6 +325,12 @@ NetworkParams paramsFor(const Options& o) {
   params.seed = o.seed;
   params.unit_packets = o.unit_packets;
   params.mtu_payload = o.mtu_bytes;
+  params.wake_lateness = static_cast<Picoseconds>(o.wake_lateness_us * kMicrosecond);
+  if (control.rfind("udp-", 0) == 0) {  // the transport's timer, not a NIC's: a 1 ms floor, not 100 us
+    const transport::UdpOptions udp;
+    params.give_up_after = udp.give_up_ms * kMillisecond;
+    params.rto = transport::udpRtoParams(udp.rto_min_us * kMicrosecond, params.give_up_after);
+  }
   return params;
 }
 
@@ -414,7 +434,7 @@ int run(const Options& o) {
   }
   for (const std::string& name : o.controls) {
     const auto wall = std::chrono::steady_clock::now();
-    Network net(paramsFor(o));
+    Network net(paramsFor(o, name));
     buildTopology(net, o);
     const ControlFactory control = controlNamed(name, o.rate_gbps * 1e9, o.mtu_bytes + NetworkParams{}.header_bytes);
     const Picoseconds end = static_cast<Picoseconds>(o.end_ms * kMillisecond);

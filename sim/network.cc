@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "congestion/software_pacing.h"
+
 namespace megascale::sim {
 
 namespace {
@@ -220,6 +222,7 @@ void Host::trySend() {
   Port& nic = *ports[0];
   if (!nic.dataQueueEmpty()) return;
   const Picoseconds now = net_.events().now();
+  const bool software = net_.params().wake_lateness > 0;
   Picoseconds earliest = kNever;
   std::erase_if(active_, [&](uint32_t id) {
     Network::Flow& f = net_.flow(id);
@@ -232,8 +235,8 @@ void Host::trySend() {
     Network::Flow& f = net_.flow(id);
     if (!f.hasDataToSend()) continue;
     if (f.in_flight >= std::max(1.0, f.control->windowPackets())) continue;  // wait for an ACK
-    if (f.next_send > now) {
-      earliest = std::min(earliest, f.next_send);
+    if (software ? !congestion::SoftwarePacing::due(f.next_send, now) : f.next_send > now) {
+      earliest = std::min(earliest, software ? f.next_send - congestion::SoftwarePacing::kSlack : f.next_send);
       continue;
     }
     uint64_t seq;
@@ -258,7 +261,8 @@ void Host::trySend() {
     const uint32_t packets = net_.packetsIn(payload);
     f.in_flight += packets;
     f.reliability.onSend(seq, now);
-    f.next_send = now + packets * f.control->pacingGap(p.wire_bytes / packets);
+    const Picoseconds gap = packets * f.control->pacingGap(p.wire_bytes / packets);
+    f.next_send = software ? congestion::SoftwarePacing::after(f.next_send, now, gap) : now + gap;
     f.control->onSent(now, p.wire_bytes);
     armTimer(id);
     armRetransmitTimer(id);
@@ -267,6 +271,8 @@ void Host::trySend() {
     return;
   }
   if (earliest != kNever && (wake_at_ == kNever || earliest < wake_at_ || wake_at_ < now)) {
+    // A software sender's timer fires late; the lateness is drawn once per wake-up, as a timer's would be.
+    if (software) earliest += static_cast<Picoseconds>(net_.uniform() * 2 * static_cast<double>(net_.params().wake_lateness));
     wake_at_ = earliest;
     net_.events().schedule(earliest, this, kWake);
   }
@@ -422,12 +428,12 @@ int Network::addSwitch() {
   return static_cast<int>(nodes_.size()) - 1;
 }
 
-void Network::connect(int a, int b, double rate_bps, Picoseconds delay) {
+void Network::connect(int a, int b, double a_to_b_bps, double b_to_a_bps, Picoseconds delay) {
   Node& x = node(a);
   Node& y = node(b);
   const int px = static_cast<int>(x.ports.size()), py = static_cast<int>(y.ports.size());
-  x.ports.push_back(std::make_unique<Port>(*this, x, px, rate_bps, delay));
-  y.ports.push_back(std::make_unique<Port>(*this, y, py, rate_bps, delay));
+  x.ports.push_back(std::make_unique<Port>(*this, x, px, a_to_b_bps, delay));
+  y.ports.push_back(std::make_unique<Port>(*this, y, py, b_to_a_bps, delay));
   x.ports.back()->peer = &y;
   x.ports.back()->peer_port = py;
   y.ports.back()->peer = &x;
@@ -554,7 +560,8 @@ uint32_t Network::addFlow(int src_host, int dst_host, uint64_t bytes, Picosecond
   Flow& f = flows_[id];
   appendMessage(f, bytes, unitPayload());
   f.result.start = start;
-  f.next_send = start;
+  // A software sender starts with its catch-up credit, as the transport's does (its first packet was due long ago).
+  f.next_send = params_.wake_lateness > 0 ? start - kSecond : start;
   results_[id] = f.result;
   ++unfinished_;
   events_.schedule(start, hosts_[static_cast<size_t>(src_host)], kStart, id);

@@ -194,6 +194,10 @@ struct NetworkParams {
   /// Loss recovery: selective repeat, the RTO estimator's settings, and when a stalled flow gives up.
   congestion::RtoParams rto;
   Picoseconds give_up_after = 30 * kSecond;
+  /// Hosts that pace in software (the udp transport) instead of a NIC: a pacing wake-up fires late, uniformly
+  /// between 0 and twice this, and the sender catches up as that transport does (congestion/software_pacing.h).
+  /// 0: a NIC's exact pacing.
+  Picoseconds wake_lateness = 0;
 };
 
 class Network {
@@ -203,7 +207,9 @@ class Network {
   int addHost();
   int addSwitch();
   /// A full-duplex link between two nodes (by node id).
-  void connect(int a, int b, double rate_bps, Picoseconds delay);
+  void connect(int a, int b, double rate_bps, Picoseconds delay) { connect(a, b, rate_bps, rate_bps, delay); }
+  /// A link whose two directions differ in rate: a to b at `a_to_b_bps`.
+  void connect(int a, int b, double a_to_b_bps, double b_to_a_bps, Picoseconds delay);
   /// Shortest paths from every switch to every host (call after the last connect).
   void computeRoutes();
   /// Marking and buffer of every switch port (hosts do not mark).

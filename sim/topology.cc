@@ -73,7 +73,8 @@ double railOversubscription(const RailSpec& spec) {
 
 int buildStar(Network& net, int hosts, const LinkSpec& links) {
   const int s = net.addSwitch();
-  for (int h = 0; h < hosts; ++h) net.connect(net.hostNode(net.addHost()), s, links.host_bps, links.delay);
+  const double uplink_bps = links.uplink_bps > 0 ? links.uplink_bps : links.host_bps;
+  for (int h = 0; h < hosts; ++h) net.connect(net.hostNode(net.addHost()), s, uplink_bps, links.host_bps, links.delay);
   net.computeRoutes();
   return s;
 }

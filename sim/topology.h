@@ -11,6 +11,7 @@ struct LinkSpec {
   double host_bps = 100e9;    // host to edge (ToR)
   double fabric_bps = 100e9;  // switch to switch
   Picoseconds delay = 1 * kMicrosecond;
+  double uplink_bps = 0;      // star: host to switch, when it differs from the switch's port to the host
 };
 
 struct FatTree {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
+#include <utility>
 
 namespace megascale::testbed {
 namespace {
@@ -63,8 +64,20 @@ void EcnSwitch::forward(Frame frame, size_t in, int64_t now_ns) {
   }
 }
 
-void EcnSwitch::receiveFrom(size_t in, int64_t now_ns) {
-  for (Frame& frame : ports_[in].socket->receive(kReceiveBatch)) forward(std::move(frame), in, now_ns);
+// What the ports have read is replayed in the order it came off the cables, each frame at its arrival: the
+// frames due to leave before it leave first. A process that reads late (descheduled, busy) thus neither loses
+// the wire time in between nor counts, marks or drops against frames that a hardware switch would have sent.
+void EcnSwitch::receive(const std::vector<size_t>& readable, int64_t now_ns) {
+  std::vector<std::pair<ReceivedFrame, size_t>> arrivals;
+  for (size_t in : readable) {
+    for (ReceivedFrame& r : ports_[in].socket->receive(kReceiveBatch, now_ns)) arrivals.emplace_back(std::move(r), in);
+  }
+  std::stable_sort(arrivals.begin(), arrivals.end(),
+                   [](const auto& a, const auto& b) { return a.first.arrived_ns < b.first.arrived_ns; });
+  for (auto& [r, in] : arrivals) {
+    transmitDue(r.arrived_ns);
+    forward(std::move(r.frame), in, r.arrived_ns);
+  }
 }
 
 void EcnSwitch::transmitDue(int64_t now_ns) {
@@ -93,6 +106,7 @@ void EcnSwitch::sample(int64_t now_ns) {
 
 void EcnSwitch::run(const std::atomic<bool>& stop) {
   std::vector<pollfd> fds;
+  std::vector<size_t> readable;
   for (const Port& port : ports_) fds.push_back({port.socket->fd(), POLLIN, 0});
   start_ns_ = next_sample_ns_ = monotonicNs();
   while (!stop.load(std::memory_order_relaxed)) {
@@ -107,9 +121,11 @@ void EcnSwitch::run(const std::atomic<bool>& stop) {
       throw std::runtime_error(std::string("ecn switch: poll: ") + std::strerror(errno));
     }
     now = monotonicNs();
+    readable.clear();
     for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) receiveFrom(i, now);
+      if (fds[i].revents != 0) readable.push_back(i);
     }
+    if (!readable.empty()) receive(readable, now);
   }
   if (log_ != nullptr) std::fflush(log_);
 }

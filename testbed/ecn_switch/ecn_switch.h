@@ -36,7 +36,7 @@ class EcnSwitch {
     EgressQueue queue;
     uint64_t send_failures = 0;
   };
-  void receiveFrom(size_t in, int64_t now_ns);
+  void receive(const std::vector<size_t>& readable_ports, int64_t now_ns);
   void forward(Frame frame, size_t in, int64_t now_ns);
   void transmitDue(int64_t now_ns);
   void sample(int64_t now_ns);

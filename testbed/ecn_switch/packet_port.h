@@ -11,6 +11,13 @@
 
 namespace megascale::testbed {
 
+struct ReceivedFrame {
+  Frame frame;
+  /// When the kernel took it off the cable (CLOCK_MONOTONIC): a switch process that reads frames late must not
+  /// lose the wire time in between, as no hardware switch would.
+  int64_t arrived_ns;
+};
+
 class PacketPort {
  public:
   /// Opens and binds the socket; throws std::runtime_error naming the interface and errno.
@@ -21,9 +28,9 @@ class PacketPort {
 
   const std::string& name() const { return name_; }
   int fd() const { return fd_; }
-  /// Frames waiting in the socket, up to `max` (never blocks). Throws when the interface has gone (the test
-  /// bed was torn down).
-  std::vector<Frame> receive(int max);
+  /// Frames waiting in the socket, up to `max` (never blocks), each with its arrival (`now_ns` where the kernel
+  /// gave none). Throws when the interface has gone (the test bed was torn down).
+  std::vector<ReceivedFrame> receive(int max, int64_t now_ns);
   /// Hands a frame to the host; false when the interface refused it (its cable is down): the frame is lost.
   bool send(const Frame& frame);
   /// Frames the kernel dropped because this socket's buffer was full (the switch fell behind).

@@ -9,6 +9,7 @@
 #include "congestion/dcqcn.h"
 #include "congestion/hybrid.h"
 #include "congestion/line_rate.h"
+#include "congestion/software_pacing.h"
 #include "congestion/swift.h"
 #include "sim/topology.h"
 
@@ -196,6 +197,37 @@ TEST(SimValidation, AFlappingLinkIsRiddenOutUnlessTheBudgetIsShorter) {
       EXPECT_TRUE(r.failed);
     }
   }
+}
+
+// A lone flow paced at its bottleneck's rate on the test bed's shape (500 Mbit/s, jumbo packets, an unshaped
+// uplink): a NIC's exact pacing never queues more than the packet on the wire; a software sender's starting
+// burst (the packet due and kCatchUpPackets of credit) stands in the queue, since nothing sends slower than the
+// link drains to empty it, as on the test bed (bench/udp_vs_sim.sh).
+uint64_t loneFlowPeakQueue(Picoseconds wake_lateness) {
+  NetworkParams params;
+  params.mtu_payload = 8916;
+  params.wake_lateness = wake_lateness;
+  Network net(params);
+  LinkSpec links;
+  links.host_bps = 500e6;
+  links.uplink_bps = 10e9;
+  links.delay = 18 * kMicrosecond;
+  buildStar(net, 2, links);
+  net.addFlow(1, 0, 8'000'000, 0, [] { return std::make_unique<congestion::LineRate>(500e6); });
+  EXPECT_TRUE(net.run(1 * kSecond));
+  const double ideal_us = 8e6 * (8916.0 + 64) / 8916 * 8 / 500e6 * 1e6;
+  EXPECT_LE(static_cast<double>(net.results()[0].finish) / kMicrosecond, ideal_us * 1.01);
+  uint64_t peak = 0;
+  for (const Port* p : net.switchPorts()) peak = std::max(peak, p->stats.max_queue_bytes);
+  return peak;
+}
+
+TEST(SimValidation, ASoftwareSendersStartingBurstStandsInTheQueueANicsDoesNot) {
+  constexpr uint64_t kPacket = 8916 + 64;
+  EXPECT_LE(loneFlowPeakQueue(0), kPacket);
+  const uint64_t software = loneFlowPeakQueue(30 * kMicrosecond);
+  EXPECT_GE(software, 4 * kPacket);
+  EXPECT_LE(software, (2 + congestion::SoftwarePacing::kCatchUpPackets) * kPacket);
 }
 
 }  // namespace

@@ -10,6 +10,16 @@
 
 namespace megascale::transport {
 
+// The backoff stops at a tenth of the give-up budget (at most a second): once a flap ends, a retry finds the
+// path within that, long before the budget runs out.
+congestion::RtoParams udpRtoParams(Picoseconds rto_min, Picoseconds give_up_after) {
+  congestion::RtoParams p;
+  p.min = rto_min;
+  p.initial = std::max(rto_min, 10 * kMillisecond);  // before the first sample: a slow first path must not look lost
+  p.max = std::max(rto_min, std::min(kSecond, give_up_after / 10));
+  return p;
+}
+
 Picoseconds udpDefaultHeadroom(double line_bps, size_t packet_bytes) {
   return std::max<Picoseconds>(100 * kMicrosecond, 4 * serializationTime(packet_bytes, line_bps));
 }

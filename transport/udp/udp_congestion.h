@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/picoseconds.h"
+#include "congestion/rto_estimator.h"
 #include "congestion/sender_control.h"
 
 namespace megascale::transport {
@@ -25,6 +26,10 @@ struct UdpControlSetup {
 /// jitter of a software endpoint's scheduling). The floor holds the endpoints' own delay, which differs from
 /// machine to machine (a fixed 400 us target was below this test bed's unloaded RTT: 55% of a 1 Gbit/s link).
 Picoseconds udpDefaultHeadroom(double line_bps, size_t packet_bytes);
+
+/// The retransmission timer's settings for a connection with this floor and give-up budget (the simulator's
+/// udp-* laws run with them too).
+congestion::RtoParams udpRtoParams(Picoseconds rto_min, Picoseconds give_up_after);
 
 /// Throws Error(kInvalidArgument) for an unknown law.
 std::unique_ptr<congestion::SenderControl> makeUdpControl(const UdpControlSetup& setup);

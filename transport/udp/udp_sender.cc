@@ -3,33 +3,22 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "congestion/software_pacing.h"
+#include "transport/udp/udp_congestion.h"
 
 namespace megascale::transport {
 
 namespace {
 
-// Timers wake a sleeping engine late by tens of microseconds: packets due this soon leave now, in one burst.
-constexpr Picoseconds kPacingSlack = 50 * kMicrosecond;
-constexpr Picoseconds kCatchUpPackets = 4;
 // A socket whose buffer was full is tried again this soon.
 constexpr Picoseconds kBlockedRetry = 50 * kMicrosecond;
-
-// The backoff stops at a tenth of the give-up budget (at most a second): once a flap ends, a retry finds the
-// path within that, long before the budget runs out.
-congestion::RtoParams rtoParams(Picoseconds rto_min, Picoseconds give_up_after) {
-  congestion::RtoParams p;
-  p.min = rto_min;
-  p.initial = std::max(rto_min, 10 * kMillisecond);  // before the first sample: a slow first path must not look lost
-  p.max = std::max(rto_min, std::min(kSecond, give_up_after / 10));
-  return p;
-}
 
 }  // namespace
 
 UdpSender::UdpSender(const UdpSenderSetup& setup, UdpPaths paths, std::unique_ptr<congestion::SenderControl> control,
                      DatagramOut& out, std::function<void()> notify)
     : setup_(setup), paths_(std::move(paths)), control_(std::move(control)), out_(out), notify_(std::move(notify)),
-      repeat_(3), rto_(rtoParams(setup.rto_min, setup.give_up_after)), budget_(setup.give_up_after) {}
+      repeat_(3), rto_(udpRtoParams(setup.rto_min, setup.give_up_after)), budget_(setup.give_up_after) {}
 
 void UdpSender::post(UdpOutgoing* message) {
   message->number = next_message_++;
@@ -97,11 +86,12 @@ bool UdpSender::transmit(uint64_t seq, Picoseconds now) {
 UdpSender::~UdpSender() {
   using ull = unsigned long long;
   MSC_LOG_DEBUG("udp: connection to %s: %llu packets sent, %llu resent (%llu found lost by SACKs, %llu probes, "
-                "%llu after %llu timeouts), srtt %.1f us, rto %.1f us",
+                "%llu after %llu timeouts), srtt %.1f us, rto %.1f us, paced wake-ups %.1f us late",
                 setup_.peer.c_str(), static_cast<ull>(packets_sent_), static_cast<ull>(retransmissions_),
                 static_cast<ull>(losses_from_sacks_), static_cast<ull>(probes_), static_cast<ull>(resends_after_timeout_),
                 static_cast<ull>(timeouts_),
-                static_cast<double>(rto_.srtt()) / kMicrosecond, static_cast<double>(rto_.rto()) / kMicrosecond);
+                static_cast<double>(rto_.srtt()) / kMicrosecond, static_cast<double>(rto_.rto()) / kMicrosecond,
+                static_cast<double>(meanWakeLateness()) / kMicrosecond);
 }
 
 void UdpSender::queueResend(uint64_t seq) {
@@ -249,6 +239,11 @@ Picoseconds UdpSender::step(Picoseconds now) {
   }
   for (int path : paths_.probesDue(now)) sendProbe(path, now);
 
+  if (paced_wake_ != kNever && now >= paced_wake_) {
+    ++paced_wakeups_;
+    wake_lateness_total_ += now - paced_wake_;
+  }
+  paced_wake_ = kNever;
   bool blocked = false, paced = false;
   while (true) {
     while (!resend_.empty()) {
@@ -256,7 +251,7 @@ Picoseconds UdpSender::step(Picoseconds now) {
       if (p != nullptr && !p->acked && p->resend_queued) break;
       resend_.pop_front();
     }
-    if (next_send_ > now + kPacingSlack) {
+    if (!congestion::SoftwarePacing::due(next_send_, now)) {
       paced = !resend_.empty() || !queue_.empty() || sent_seq_ < next_seq_;
       break;
     }
@@ -281,10 +276,7 @@ Picoseconds UdpSender::step(Picoseconds now) {
     const uint64_t wire = find(seq)->bytes + udp_wire::kDataHeaderBytes + 28 + 38;
     const Picoseconds gap = std::max(control_->pacingGap(static_cast<uint32_t>(wire)),
                                      serializationTime(wire, setup_.line_bps));
-    // A wake-up later than the slack keeps up to kCatchUpPackets of the time it lost as credit: on a busy host
-    // the engine's timers fire hundreds of microseconds late, and forgetting that cost a paced flow 5-30% of a
-    // 500 Mbit/s link on the test bed.
-    next_send_ = std::max(next_send_, now - std::max(kPacingSlack, kCatchUpPackets * gap)) + gap;
+    next_send_ = congestion::SoftwarePacing::after(next_send_, now, gap);
   }
 
   // The receiver holds so much that nothing may leave, and nothing in flight will bring the ack that says it
@@ -309,7 +301,10 @@ Picoseconds UdpSender::step(Picoseconds now) {
     wake = std::min(wake, next_path_check_);
   }
   if (blocked) wake = std::min(wake, now + kBlockedRetry);
-  if (paced) wake = std::min(wake, next_send_ - kPacingSlack);
+  if (paced && next_send_ - congestion::SoftwarePacing::kSlack <= wake) {
+    wake = next_send_ - congestion::SoftwarePacing::kSlack;
+    paced_wake_ = wake;
+  }
   return std::max(wake, now + 1);
 }
 

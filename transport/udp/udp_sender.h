@@ -69,6 +69,11 @@ class UdpSender : public UdpHalf {
   uint64_t timeouts() const { return timeouts_; }
   uint64_t probes() const { return probes_; }
   uint64_t packetsSent() const { return packets_sent_; }
+  /// How late, on average, the engine ran this sender after the time its pacing asked to be woken at: what the
+  /// simulator's wake_lateness stands for (0 before the first paced wake-up).
+  Picoseconds meanWakeLateness() const {
+    return paced_wakeups_ == 0 ? 0 : wake_lateness_total_ / static_cast<Picoseconds>(paced_wakeups_);
+  }
   const UdpPaths& paths() const { return paths_; }
   const congestion::SenderControl& control() const { return *control_; }
 
@@ -122,6 +127,9 @@ class UdpSender : public UdpHalf {
   Picoseconds next_send_ = 0;
   Picoseconds next_path_check_ = 0;
   Picoseconds window_probe_at_ = kNever;
+  Picoseconds paced_wake_ = kNever;  // the wake-up step() last asked for to send a paced packet
+  Picoseconds wake_lateness_total_ = 0;
+  uint64_t paced_wakeups_ = 0;
   uint64_t probe_seq_ = 0;
   uint64_t retransmissions_ = 0, packets_sent_ = 0;
   bool probed_ = false;  // the first expiry since the last progress has sent its probe
