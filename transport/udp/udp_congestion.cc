@@ -1,6 +1,7 @@
 #include "transport/udp/udp_congestion.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/status.h"
 #include "congestion/dcqcn.h"
@@ -34,7 +35,11 @@ std::unique_ptr<congestion::SenderControl> makeUdpControl(const UdpControlSetup&
   swift.flow_scaling_range = swift.base_target;
   swift.max_cwnd = std::max(2.0, static_cast<double>(s.window_bytes) / static_cast<double>(s.packet_bytes));
   swift.flow_scaling_max_cwnd = swift.max_cwnd;
-  swift.initial_cwnd = std::min(swift.max_cwnd, 64.0);
+  // A window above what the line rate needs for twice the headroom only queues: each joining flow would add it
+  // to the bottleneck at once (64 jumbo packets, 576 KB, filled a 1 MB buffer in a 4-to-1 incast at 500 Mbit/s).
+  const double needed = 2 * static_cast<double>(udpDefaultHeadroom(s.line_bps, s.packet_bytes)) * s.line_bps / 8 /
+                        static_cast<double>(kSecond) / static_cast<double>(s.packet_bytes);
+  swift.initial_cwnd = std::min(swift.max_cwnd, std::clamp(std::ceil(needed), 2.0, 64.0));
   if (s.law == "swift") return std::make_unique<congestion::Swift>(swift);
   if (s.law == "hybrid") {
     congestion::HybridParams hybrid;
