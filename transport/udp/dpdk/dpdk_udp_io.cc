@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 
+#include "common/log.h"
 #include "common/status.h"
 #include "transport/udp/dpdk/dpdk_module.h"
 #include "transport/udp/dpdk/dpdk_runtime.h"
@@ -19,25 +21,31 @@ namespace {
 
 constexpr size_t kFramesPerBatch = 32;
 constexpr int kBatchesPerWait = 16;
-constexpr uint32_t kDoorbellBytes = 1;  // what the kernel socket keeps of a frame DPDK receives
 constexpr int64_t kLongestSleepNs = 100'000'000;
+
+int64_t realtimeNs() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 int64_t steadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-// The kernel socket keeps whole what came over loopback (another process of this host) and one byte of the
-// rest: DPDK's af_packet device takes the rail's frames before the kernel's stack does, so a byte arriving on the
-// socket says a frame is waiting in the device's ring - a doorbell that lets an idle engine sleep in epoll
-// instead of polling. On a loopback rail DPDK sees every frame, and the socket is only a doorbell.
+// The kernel socket keeps whole what came over loopback (another process of this host) and the first bytes of
+// the rest: DPDK's af_packet device takes the rail's frames before the kernel's stack does, so those bytes
+// arriving on the socket say a frame is waiting in the device's ring - a doorbell that lets an idle engine sleep
+// in epoll instead of polling, and tells when the frame arrived (ArrivalStamps). On a loopback rail DPDK sees
+// every frame, and the socket is only a doorbell. (The filter's length counts the UDP header the kernel keeps.)
 void filterKernelSocket(int fd, bool rail_is_loopback) {
   const auto loopback = static_cast<uint32_t>(if_nametoindex("lo"));
   sock_filter program[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(SKF_AD_OFF + SKF_AD_IFINDEX)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, rail_is_loopback ? UINT32_MAX : loopback, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, UINT32_MAX),
-      BPF_STMT(BPF_RET | BPF_K, kDoorbellBytes),
+      BPF_STMT(BPF_RET | BPF_K, static_cast<uint32_t>(udp_frame::kUdpBytes + ArrivalStamps::kDoorbellBytes)),
   };
   sock_fprog filter{static_cast<unsigned short>(sizeof(program) / sizeof(program[0])), program};
   if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof(filter)) != 0) {
@@ -83,7 +91,11 @@ DpdkUdpIo::DpdkUdpIo(const UdpIoSetup& setup)
   arrived_.reserve(kFramesPerBatch);
 }
 
-DpdkUdpIo::~DpdkUdpIo() { release(); }
+DpdkUdpIo::~DpdkUdpIo() {
+  MSC_LOG_DEBUG("udp: DPDK io: %llu frames received, %llu of them with their doorbell's arrival time",
+                static_cast<unsigned long long>(frames_received_), static_cast<unsigned long long>(frames_stamped_));
+  release();
+}
 
 void DpdkUdpIo::release() {
   for (size_t i = 0; i < endpoints_.size(); ++i) rail_of_flow_[i]->port->release(endpoints_[i].port);
@@ -185,12 +197,18 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive(bool* pass_ended) {
   freeHeld();
   if (budget_-- <= 0) return {};
   arrived_.clear();
+  // The doorbells of frames that came since the wait are read before those frames are handed out.
+  if (readable_.empty()) {
+    for (uint32_t i = 0; i < kernel_sockets_.size(); ++i) readable_.push_back(i);
+  }
   while (!readable_.empty()) {  // another process of this host, through the kernel
     const int n = kernel_sockets_[readable_.back()]->receive(kernel_batch_);
     if (n < ReceiveBatch::kDatagrams) readable_.pop_back();
     for (int i = 0; i < n; ++i) {
-      if (kernel_batch_.size(i) > kDoorbellBytes) {  // a doorbell's byte is no datagram of ours
+      if (kernel_batch_.size(i) > ArrivalStamps::kDoorbellBytes) {  // a doorbell is shorter than any datagram of ours
         arrived_.push_back({kernel_batch_.data(i), kernel_batch_.size(i), kernel_batch_.tos(i), 0});
+      } else {
+        stamps_.onDoorbell(kernel_batch_.data(i), kernel_batch_.size(i), kernel_batch_.arrivedRealtimeNs(i));
       }
     }
     if (!arrived_.empty()) {
@@ -200,7 +218,18 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive(bool* pass_ended) {
   }
   if (staged_.empty()) pollRails();
   std::swap(held_, staged_);
-  for (rte_mbuf* m : held_) arrived_.push_back(datagramOf(m));
+  const int64_t realtime_ns = realtimeNs();
+  for (rte_mbuf* m : held_) {
+    ArrivedDatagram d = datagramOf(m);
+    const int64_t stamp = stamps_.take(d.data, d.size);
+    const int64_t waited = realtime_ns - stamp;
+    if (stamp > 0 && waited > 0 && waited < 1'000'000'000) {  // else (none, a clock step): just arrived
+      d.waited_ns = waited;
+      ++frames_stamped_;
+    }
+    ++frames_received_;
+    arrived_.push_back(d);
+  }
   *pass_ended = !arrived_.empty();
   return arrived_;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "transport/udp/dpdk/arrival_stamps.h"
 #include "transport/udp/dpdk/dpdk_port.h"
 #include "transport/udp/socket_waiter.h"
 #include "transport/udp/udp_io.h"
@@ -56,6 +57,8 @@ class DpdkUdpIo : public UdpIo {
   std::vector<rte_mbuf*> held_;     // frames the last receive() handed out
   std::vector<ArrivedDatagram> arrived_;
   ReceiveBatch kernel_batch_;
+  ArrivalStamps stamps_;
+  uint64_t frames_received_ = 0, frames_stamped_ = 0;
   int budget_ = 0;              // receive() batches left this wait
   int64_t last_frame_ns_ = 0;   // when a poll last found frames (the sleep grows from then)
 };
