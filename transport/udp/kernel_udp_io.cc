@@ -1,7 +1,5 @@
 #include "transport/udp/kernel_udp_io.h"
 
-#include <ctime>
-
 #include "common/status.h"
 
 namespace megascale::transport {
@@ -71,15 +69,10 @@ std::span<const ArrivedDatagram> KernelUdpIo::receive(bool* pass_ended) {
       *pass_ended = true;
     }
     if (n == 0) continue;
-    timespec realtime{};
-    clock_gettime(CLOCK_REALTIME, &realtime);
-    const int64_t realtime_ns = static_cast<int64_t>(realtime.tv_sec) * 1'000'000'000 + realtime.tv_nsec;
+    const int64_t realtime_ns = realtimeNowNs();
     arrived_.clear();
     for (int i = 0; i < n; ++i) {
-      // A missing or implausible kernel time (a clock step) counts as just arrived.
-      const int64_t stamp = batch_.arrivedRealtimeNs(i);
-      const int64_t waited = stamp > 0 ? realtime_ns - stamp : 0;
-      arrived_.push_back({batch_.data(i), batch_.size(i), batch_.tos(i), waited > 0 && waited < 1'000'000'000 ? waited : 0});
+      arrived_.push_back({batch_.data(i), batch_.size(i), batch_.tos(i), waitedSinceStamp(realtime_ns, batch_.arrivedRealtimeNs(i))});
     }
     return arrived_;
   }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +25,20 @@ struct ArrivedDatagram {
   uint8_t tos;        // its IP TOS byte (ECN in the low bits)
   int64_t waited_ns;  // how long before receive() returned it had arrived (0: unknown)
 };
+
+/// The clock the kernel stamps arrivals on (SO_TIMESTAMPNS), in ns.
+inline int64_t realtimeNowNs() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+/// ArrivedDatagram::waited_ns of a datagram the kernel stamped `stamp_ns` (0: no stamp): a missing or
+/// implausible time (a clock step) counts as just arrived.
+inline int64_t waitedSinceStamp(int64_t realtime_now_ns, int64_t stamp_ns) {
+  const int64_t waited = realtime_now_ns - stamp_ns;
+  return stamp_ns > 0 && waited > 0 && waited < 1'000'000'000 ? waited : 0;
+}
 
 class UdpIo {
  public:

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstring>
 
@@ -22,12 +21,6 @@ namespace {
 constexpr size_t kFramesPerBatch = 32;
 constexpr int kBatchesPerWait = 16;
 constexpr int64_t kLongestSleepNs = 100'000'000;
-
-int64_t realtimeNs() {
-  timespec t{};
-  clock_gettime(CLOCK_REALTIME, &t);
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
 
 int64_t steadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -197,8 +190,9 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive(bool* pass_ended) {
   freeHeld();
   if (budget_-- <= 0) return {};
   arrived_.clear();
-  // The doorbells of frames that came since the wait are read before those frames are handed out.
-  if (readable_.empty()) {
+  // The doorbells of frames that came since the wait are read before those frames are handed out; with no
+  // frame waiting there is nothing to stamp, and the sockets are left to the next wait.
+  if (readable_.empty() && (!staged_.empty() || pollRails())) {
     for (uint32_t i = 0; i < kernel_sockets_.size(); ++i) readable_.push_back(i);
   }
   while (!readable_.empty()) {  // another process of this host, through the kernel
@@ -218,15 +212,11 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive(bool* pass_ended) {
   }
   if (staged_.empty()) pollRails();
   std::swap(held_, staged_);
-  const int64_t realtime_ns = realtimeNs();
+  const int64_t realtime_ns = realtimeNowNs();
   for (rte_mbuf* m : held_) {
     ArrivedDatagram d = datagramOf(m);
-    const int64_t stamp = stamps_.take(d.data, d.size);
-    const int64_t waited = realtime_ns - stamp;
-    if (stamp > 0 && waited > 0 && waited < 1'000'000'000) {  // else (none, a clock step): just arrived
-      d.waited_ns = waited;
-      ++frames_stamped_;
-    }
+    d.waited_ns = waitedSinceStamp(realtime_ns, stamps_.take(d.data, d.size));
+    frames_stamped_ += d.waited_ns > 0;
     ++frames_received_;
     arrived_.push_back(d);
   }
