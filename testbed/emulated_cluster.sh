@@ -105,6 +105,9 @@ cluster_up() {
       ip link set "$(switch_port "$i" "$r")" mtu "$EMU_MTU" master "$(rail_switch "$r")" up
       ip -n "$(host_name "$i")" addr add "$(host_addr "$i" "$r")/24" dev "rail$r"
       ip -n "$(host_name "$i")" link set "rail$r" mtu "$EMU_MTU" up
+      # A NIC cuts a UDP GSO message into frames before the wire; a veth would carry it whole to the bridge, where
+      # the loss rules and the switch would see one 64 KB "frame". (Without ethtool, only UDP GSO differs.)
+      { command -v ethtool > /dev/null && on_host "$i" ethtool -K "rail$r" tx-udp-segmentation off > /dev/null 2>&1; } || true
     done
     ip -n "$(host_name "$i")" link set lo up
     # A training step's transfers come in bursts with idle gaps; restarting slow start after each gap (the

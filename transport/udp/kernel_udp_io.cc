@@ -1,5 +1,6 @@
 #include "transport/udp/kernel_udp_io.h"
 
+#include "common/log.h"
 #include "common/status.h"
 
 namespace megascale::transport {
@@ -12,13 +13,13 @@ KernelUdpIo::KernelUdpIo(const UdpIoSetup& setup) : send_batch_(setup.send_batch
   for (const std::string& ipv4 : setup.rails) {
     for (int i = 0; i < setup.flows; ++i) {
       sockets_.push_back(std::make_unique<UdpSocket>(ipv4, setup.traffic_class));
+      if (setup.gso) sockets_.back()->acceptCoalesced();  // a kernel without UDP_GRO hands datagrams over singly
       waiter_.add(sockets_.back()->fd(), static_cast<uint32_t>(sockets_.size() - 1));
       endpoints_.push_back(sockets_.back()->endpoint());
-      batches_.emplace_back(send_batch_);
+      batches_.emplace_back(send_batch_, setup.gso);
       socket_full_.push_back(0);
     }
   }
-  arrived_.reserve(ReceiveBatch::kDatagrams);
 }
 
 bool KernelUdpIo::send(int flow, const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload,
@@ -33,7 +34,12 @@ bool KernelUdpIo::send(int flow, const sockaddr_in& to, const void* head, size_t
 }
 
 void KernelUdpIo::flush(size_t flow) {
+  const bool gso = batches_[flow].gso();
   const int lost = batches_[flow].flush(*sockets_[flow]);
+  if (gso && !batches_[flow].gso()) {
+    MSC_LOG_INFO("udp: the kernel does not segment datagrams leaving port %u (%s): that flow sends them one by one",
+                 ntohs(endpoints_[flow].port), batches_[flow].gsoRefusal().c_str());
+  }
   if (lost > 0) {
     lost_sends_ += static_cast<uint64_t>(lost);
     socket_full_[flow] = 1;
@@ -59,7 +65,7 @@ std::span<const ArrivedDatagram> KernelUdpIo::receive(bool* pass_ended) {
   while (!readable_.empty() && passes_ < kPassesPerWait) {
     if (cursor_ >= readable_.size()) cursor_ = 0;
     const int n = sockets_[readable_[cursor_]]->receive(batch_);
-    if (n < ReceiveBatch::kDatagrams) {
+    if (!batch_.mayHoldMore()) {
       readable_.erase(readable_.begin() + static_cast<std::ptrdiff_t>(cursor_));  // drained
     } else {
       ++cursor_;

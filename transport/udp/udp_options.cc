@@ -31,6 +31,10 @@ const config::KnobRegistration kUdpKnobs{
      "udp: a flow that has delivered nothing this long while its connection's others do leaves the spray, and is probed back in"},
     {"MEGASCALE_UDP_SEND_BATCH", config::Type::kInt, "32", "datagrams", "transport",
      "udp: datagrams a socket sends in one sendmmsg call, 1..64 (1: one sendmsg each); DPDK: frames per burst"},
+    {"MEGASCALE_UDP_GSO", config::Type::kBool, "1", "", "transport",
+     "udp: kernel io: a socket's consecutive same-sized datagrams to one peer leave as one message the kernel (or NIC) "
+     "segments (UDP_SEGMENT), and the kernel may hand received ones over coalesced (UDP_GRO); a way out that cannot "
+     "segment falls back by itself"},
     {"MEGASCALE_UDP_IO", config::Type::kString, "kernel", "", "transport",
      "udp: how datagrams enter and leave: kernel (sockets: sendmmsg, recvmmsg) or dpdk (DPDK's af_packet device on each rail's interface, tc shaping still applies)"},
     {"MEGASCALE_UDP_DPDK_EAL", config::Type::kString, "", "", "transport",
@@ -61,6 +65,7 @@ UdpOptions udpOptionsFromConfig() {
   o.give_up_ms = knobInRange("MEGASCALE_UDP_GIVE_UP_MS", 1, int64_t{1} << 40);
   o.path_down_ms = knobInRange("MEGASCALE_UDP_PATH_DOWN_MS", 1, 3'600'000);
   o.send_batch = static_cast<int>(knobInRange("MEGASCALE_UDP_SEND_BATCH", 1, 64));
+  o.gso = config::getBool("MEGASCALE_UDP_GSO");
   o.io = config::getString("MEGASCALE_UDP_IO");
   if (o.io != "kernel" && o.io != "dpdk") {
     throw Error(ErrorCode::kInvalidArgument, "MEGASCALE_UDP_IO='" + o.io + "': expected kernel or dpdk");

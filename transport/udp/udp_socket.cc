@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -18,7 +19,8 @@ namespace megascale::transport {
 namespace {
 
 constexpr uint8_t kEct0 = 0x02;  // ECN-capable transport, codepoint ECT(0)
-constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec));
+// The TOS, the receive time and a GRO message's segment size.
+constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec)) + CMSG_SPACE(sizeof(int));
 
 }  // namespace
 
@@ -31,9 +33,22 @@ sockaddr_in UdpEndpoint::address() const {
 }
 
 ReceiveBatch::ReceiveBatch()
-    : buffers_(static_cast<size_t>(kDatagrams) * kDatagramBytes), messages_(kDatagrams), iovecs_(kDatagrams),
-      from_(kDatagrams), control_(static_cast<size_t>(kDatagrams) * kControlBytes), tos_(kDatagrams),
-      arrived_realtime_ns_(kDatagrams) {}
+    : buffers_(static_cast<size_t>(kMessages) * kMessageBytes), messages_(kMessages), iovecs_(kMessages),
+      from_(kMessages), control_(static_cast<size_t>(kMessages) * kControlBytes) {
+  datagrams_.reserve(kMessages);
+}
+
+void ReceiveBatch::addMessage(size_t i, size_t segment_bytes, uint8_t tos, int64_t arrived_realtime_ns) {
+  const uint8_t* data = buffers_.data() + i * kMessageBytes;
+  size_t left = messages_[i].msg_len;
+  if (segment_bytes == 0) segment_bytes = left;
+  do {
+    const size_t size = left < segment_bytes ? left : segment_bytes;
+    datagrams_.push_back({data, size, tos, arrived_realtime_ns});
+    data += size;
+    left -= size;
+  } while (left > 0);
+}
 
 UdpSocket::UdpSocket(const std::string& ipv4, int traffic_class) {
   fd_ = Fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -75,27 +90,24 @@ bool UdpSocket::send(const sockaddr_in& to, const void* head, size_t head_bytes,
   return sendmsg(fd_.get(), &message, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0;
 }
 
-int UdpSocket::sendBatch(mmsghdr* messages, int count) {
-  int done = 0, sent = 0;
-  while (done < count) {
-    const int n = sendmmsg(fd_.get(), messages + done, static_cast<unsigned>(count - done), MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) {
-      done += n, sent += n;
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
-      break;  // the socket's buffer is full: what is left waits for no one
-    } else {
-      ++done;  // the first datagram left was refused (an unreachable peer, a link down): it is lost
-    }
-  }
-  return sent;
+int UdpSocket::sendSome(mmsghdr* messages, int count) {
+  const int n = sendmmsg(fd_.get(), messages, static_cast<unsigned>(count), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n > 0) return n;
+  if (n == 0 || errno == EWOULDBLOCK) return -EAGAIN;
+  return -errno;
+}
+
+bool UdpSocket::acceptCoalesced() {
+  const int on = 1;
+  return setsockopt(fd_.get(), SOL_UDP, UDP_GRO, &on, sizeof(on)) == 0;
 }
 
 int UdpSocket::receive(ReceiveBatch& b) {
-  for (int i = 0; i < ReceiveBatch::kDatagrams; ++i) {
+  b.datagrams_.clear();
+  b.messages_read_ = 0;
+  for (int i = 0; i < ReceiveBatch::kMessages; ++i) {
     const auto k = static_cast<size_t>(i);
-    b.iovecs_[k] = iovec{b.buffers_.data() + k * ReceiveBatch::kDatagramBytes, ReceiveBatch::kDatagramBytes};
+    b.iovecs_[k] = iovec{b.buffers_.data() + k * ReceiveBatch::kMessageBytes, ReceiveBatch::kMessageBytes};
     msghdr& h = b.messages_[k].msg_hdr;
     h = msghdr{};
     h.msg_name = &b.from_[k];
@@ -105,12 +117,14 @@ int UdpSocket::receive(ReceiveBatch& b) {
     h.msg_control = b.control_.data() + k * kControlBytes;
     h.msg_controllen = kControlBytes;
   }
-  const int n = recvmmsg(fd_.get(), b.messages_.data(), ReceiveBatch::kDatagrams, MSG_DONTWAIT, nullptr);
+  const int n = recvmmsg(fd_.get(), b.messages_.data(), ReceiveBatch::kMessages, MSG_DONTWAIT, nullptr);
   if (n <= 0) return 0;
+  b.messages_read_ = n;
   for (int i = 0; i < n; ++i) {
     msghdr& h = b.messages_[static_cast<size_t>(i)].msg_hdr;
     uint8_t tos = 0;
     int64_t arrived = 0;
+    size_t segment_bytes = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
       if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
         tos = *CMSG_DATA(c);
@@ -118,12 +132,16 @@ int UdpSocket::receive(ReceiveBatch& b) {
         timespec t;
         std::memcpy(&t, CMSG_DATA(c), sizeof(t));
         arrived = static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+      } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+        int segment = 0;
+        std::memcpy(&segment, CMSG_DATA(c), sizeof(segment));
+        segment_bytes = segment > 0 ? static_cast<size_t>(segment) : 0;
       }
     }
-    b.tos_[static_cast<size_t>(i)] = tos;
-    b.arrived_realtime_ns_[static_cast<size_t>(i)] = arrived;
+    if (h.msg_flags & MSG_TRUNC) continue;  // larger than any datagram of ours: not ours
+    b.addMessage(static_cast<size_t>(i), segment_bytes, tos, arrived);
   }
-  return n;
+  return static_cast<int>(b.datagrams_.size());
 }
 
 std::string interfaceOf(const std::string& ipv4) {

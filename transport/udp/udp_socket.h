@@ -2,7 +2,8 @@
 // fabric's ECMP hashes), large buffers, ECN-capable transport (ECT(0)) in the TOS of every packet it sends, and
 // the TOS of every packet received (IP_RECVTOS), so a switch's CE mark reaches the congestion control, and its
 // kernel receive time (SO_TIMESTAMPNS), so a round trip does not include how late the engine got to it.
-// Receives go in batches (recvmmsg).
+// Receives go in batches (recvmmsg); with GRO on, the kernel may hand several datagrams of one sender over as one
+// (UDP_GRO), which the batch splits again.
 #pragma once
 
 #include <netinet/in.h>
@@ -25,27 +26,40 @@ struct UdpEndpoint {
   sockaddr_in address() const;
 };
 
-/// Datagrams received in one call, each with its length, TOS byte, sender and kernel receive time.
+/// Datagrams received in one call, each with its length, TOS byte and kernel receive time.
 class ReceiveBatch {
  public:
-  static constexpr int kDatagrams = 32;
-  static constexpr size_t kDatagramBytes = 65536;
+  static constexpr int kMessages = 32;  // what one recvmmsg reads; a GRO message holds several datagrams
+  static constexpr size_t kMessageBytes = 65536;
   ReceiveBatch();
-  const uint8_t* data(int i) const { return buffers_.data() + static_cast<size_t>(i) * kDatagramBytes; }
-  size_t size(int i) const { return messages_[static_cast<size_t>(i)].msg_len; }
-  uint8_t tos(int i) const { return tos_[static_cast<size_t>(i)]; }
+  const uint8_t* data(int i) const { return datagrams_[static_cast<size_t>(i)].data; }
+  size_t size(int i) const { return datagrams_[static_cast<size_t>(i)].size; }
+  uint8_t tos(int i) const { return datagrams_[static_cast<size_t>(i)].tos; }
   /// When the kernel received it (SO_TIMESTAMPNS, CLOCK_REALTIME in ns); 0 when it gave no time.
-  int64_t arrivedRealtimeNs(int i) const { return arrived_realtime_ns_[static_cast<size_t>(i)]; }
+  int64_t arrivedRealtimeNs(int i) const { return datagrams_[static_cast<size_t>(i)].arrived_realtime_ns; }
+  /// How many messages the last receive read (fewer than its datagrams where GRO coalesced some).
+  int messages() const { return messages_read_; }
+  /// The last receive filled every message: the socket may hold more.
+  bool mayHoldMore() const { return messages_read_ == kMessages; }
 
  private:
   friend class UdpSocket;
+  struct Datagram {
+    const uint8_t* data;
+    size_t size;
+    uint8_t tos;
+    int64_t arrived_realtime_ns;
+  };
+  /// Message i's datagrams: one, or its GRO segments of `segment_bytes` (the last may be shorter).
+  void addMessage(size_t i, size_t segment_bytes, uint8_t tos, int64_t arrived_realtime_ns);
+
   std::vector<uint8_t> buffers_;
   std::vector<mmsghdr> messages_;
   std::vector<iovec> iovecs_;
   std::vector<sockaddr_in> from_;
   std::vector<uint8_t> control_;
-  std::vector<uint8_t> tos_;
-  std::vector<int64_t> arrived_realtime_ns_;
+  std::vector<Datagram> datagrams_;
+  int messages_read_ = 0;
 };
 
 class UdpSocket {
@@ -57,10 +71,12 @@ class UdpSocket {
   /// One datagram of `head` then `payload` to `to`. False when the socket's buffer is full (retry later) or
   /// the network refused it now (an unreachable peer: the retransmission timer takes over).
   bool send(const sockaddr_in& to, const void* head, size_t head_bytes, const void* payload, size_t payload_bytes);
-  /// Prepared datagrams in as few sendmmsg calls as the kernel allows; returns how many were sent. It stops at a
-  /// full socket buffer; a datagram the network refuses outright is skipped (lost).
-  int sendBatch(mmsghdr* messages, int count);
-  /// Up to ReceiveBatch::kDatagrams datagrams waiting now; 0 when none.
+  /// One sendmmsg of up to `count` prepared messages: how many left (> 0), or -errno of the first one's
+  /// refusal (-EAGAIN: the socket's buffer is full).
+  int sendSome(mmsghdr* messages, int count);
+  /// Lets the kernel hand several datagrams from one sender over together (UDP_GRO); false where it cannot.
+  bool acceptCoalesced();
+  /// The datagrams of up to ReceiveBatch::kMessages messages waiting now; 0 when none.
   int receive(ReceiveBatch& batch);
 
  private:

@@ -100,6 +100,7 @@ UdpTransport::UdpTransport(const TransportOptions& options)
   io.flows = options.udp.flows;
   io.traffic_class = options.traffic_class;
   io.send_batch = options.udp.send_batch;
+  io.gso = options.udp.gso;
   io.dpdk_eal_args = options.udp.dpdk_eal_args;
   io.dpdk_spin_us = options.udp.dpdk_spin_us;
   engine_ = std::make_shared<UdpEngine>(io);

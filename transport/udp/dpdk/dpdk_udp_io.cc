@@ -197,7 +197,7 @@ std::span<const ArrivedDatagram> DpdkUdpIo::receive(bool* pass_ended) {
   }
   while (!readable_.empty()) {  // another process of this host, through the kernel
     const int n = kernel_sockets_[readable_.back()]->receive(kernel_batch_);
-    if (n < ReceiveBatch::kDatagrams) readable_.pop_back();
+    if (!kernel_batch_.mayHoldMore()) readable_.pop_back();
     for (int i = 0; i < n; ++i) {
       if (kernel_batch_.size(i) > ArrivalStamps::kDoorbellBytes) {  // a doorbell is shorter than any datagram of ours
         arrived_.push_back({kernel_batch_.data(i), kernel_batch_.size(i), kernel_batch_.tos(i), 0});
