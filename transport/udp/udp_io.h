@@ -71,7 +71,7 @@ struct UdpIoSetup {
   int flows = 1;
   int traffic_class = -1;
   int send_batch = 32;
-  bool gso = true;            // kernel: one message per run of same-sized datagrams (UDP_SEGMENT), GRO accepted
+  bool gso = false;           // kernel: one message per run of same-sized datagrams (UDP_SEGMENT), GRO accepted
   std::string dpdk_eal_args;  // extra EAL arguments (dpdk)
   int64_t dpdk_spin_us = 0;   // dpdk: how long the engine polls without sleeping after the last frame
 };

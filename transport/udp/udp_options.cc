@@ -31,10 +31,11 @@ const config::KnobRegistration kUdpKnobs{
      "udp: a flow that has delivered nothing this long while its connection's others do leaves the spray, and is probed back in"},
     {"MEGASCALE_UDP_SEND_BATCH", config::Type::kInt, "32", "datagrams", "transport",
      "udp: datagrams a socket sends in one sendmmsg call, 1..64 (1: one sendmsg each); DPDK: frames per burst"},
-    {"MEGASCALE_UDP_GSO", config::Type::kBool, "1", "", "transport",
+    {"MEGASCALE_UDP_GSO", config::Type::kBool, "0", "", "transport",
      "udp: kernel io: a socket's consecutive same-sized datagrams to one peer leave as one message the kernel (or NIC) "
      "segments (UDP_SEGMENT), and the kernel may hand received ones over coalesced (UDP_GRO); a way out that cannot "
-     "segment falls back by itself"},
+     "segment falls back by itself. Up to 1.8x more where the io path is the bottleneck; none under swift's delay "
+     "target, whose incast fairness varied more with it on the test bed (docs/performance.md)"},
     {"MEGASCALE_UDP_IO", config::Type::kString, "kernel", "", "transport",
      "udp: how datagrams enter and leave: kernel (sockets: sendmmsg, recvmmsg) or dpdk (DPDK's af_packet device on each rail's interface, tc shaping still applies)"},
     {"MEGASCALE_UDP_DPDK_EAL", config::Type::kString, "", "", "transport",

@@ -22,7 +22,7 @@ struct UdpOptions {
   int64_t give_up_ms = 30000;        // a connection that delivers nothing this long fails, naming the peer
   int64_t path_down_ms = 20;         // a flow that delivers nothing this long while others do leaves the spray
   int send_batch = 32;               // datagrams per sendmmsg on a socket (per burst on DPDK); 1: one each
-  bool gso = true;                   // kernel io: segmentation and receive coalescing offloads (UDP_SEGMENT, UDP_GRO)
+  bool gso = false;                  // kernel io: segmentation and receive coalescing offloads (UDP_SEGMENT, UDP_GRO)
   std::string io = "kernel";         // kernel (sockets) or dpdk (the af_packet vdev on each rail's interface)
   std::string dpdk_eal_args;         // dpdk: EAL arguments added to the transport's own
   int64_t dpdk_spin_us = 0;          // dpdk: the engine polls without sleeping this long after the last frame
