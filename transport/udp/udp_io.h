@@ -33,6 +33,13 @@ inline int64_t realtimeNowNs() {
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
+/// The clock an io's waits and retries are timed on, in ns.
+inline int64_t monotonicNowNs() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
 /// ArrivedDatagram::waited_ns of a datagram the kernel stamped `stamp_ns` (0: no stamp): a missing or
 /// implausible time (a clock step) counts as just arrived.
 inline int64_t waitedSinceStamp(int64_t realtime_now_ns, int64_t stamp_ns) {

@@ -7,12 +7,12 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "common/status.h"
+#include "transport/udp/udp_io.h"
 
 namespace megascale::transport {
 
@@ -21,11 +21,6 @@ namespace {
 constexpr uint16_t kDescriptors = 1024;
 constexpr uint16_t kBurst = 32;
 constexpr int kRingFrames = 2048;  // af_packet ring slots per direction
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // The af_packet ring slot that holds a frame of the MTU with the kernel's packet header: a power of two.
 int ringFrameBytes(int mtu) {
@@ -179,7 +174,7 @@ void DpdkPort::learnKernelNeighbors() {
 
 std::optional<udp_frame::Mac> DpdkPort::macOf(uint32_t ipv4) {
   std::optional<udp_frame::Mac> mac = neighbors_.find(ipv4);
-  if (mac || !neighbors_.shouldAsk(ipv4, steadyNs())) return mac;
+  if (mac || !neighbors_.shouldAsk(ipv4, monotonicNowNs())) return mac;
   learnKernelNeighbors();  // the kernel may have resolved it meanwhile
   if ((mac = neighbors_.find(ipv4))) return mac;
   udp_frame::Arp request;

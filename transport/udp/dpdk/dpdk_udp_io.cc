@@ -5,7 +5,6 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -21,11 +20,6 @@ namespace {
 constexpr size_t kFramesPerBatch = 32;
 constexpr int kBatchesPerWait = 16;
 constexpr int64_t kLongestSleepNs = 100'000'000;
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // The kernel socket keeps whole what came over loopback (another process of this host) and the first bytes of
 // the rest: DPDK's af_packet device takes the rail's frames before the kernel's stack does, so those bytes
@@ -167,9 +161,9 @@ void DpdkUdpIo::wait(int64_t timeout_ns) {
   freeHeld();
   budget_ = kBatchesPerWait;
   readable_.clear();
-  const int64_t deadline = steadyNs() + timeout_ns;
+  const int64_t deadline = monotonicNowNs() + timeout_ns;
   for (;;) {
-    const int64_t now = steadyNs();
+    const int64_t now = monotonicNowNs();
     if (!staged_.empty() || pollRails()) {
       last_frame_ns_ = now;
       // The kernel sockets are read too: doorbells left unread would fill them, and same-host datagrams
@@ -180,7 +174,7 @@ void DpdkUdpIo::wait(int64_t timeout_ns) {
     // Polling for `spin_ns_` after the last frame (a round trip's answer is due), then asleep until the next
     // timer, a doorbell or a wake.
     const int64_t sleep = now - last_frame_ns_ < spin_ns_ ? 0 : std::clamp<int64_t>(deadline - now, 0, kLongestSleepNs);
-    if (waiter_.wait(sleep, &readable_) || steadyNs() >= deadline) return;
+    if (waiter_.wait(sleep, &readable_) || monotonicNowNs() >= deadline) return;
   }
 }
 
