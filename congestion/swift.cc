@@ -33,7 +33,31 @@ void Swift::observe(const AckEvent& ack) {
   timeouts_in_a_row_ = 0;
   if (ack.rtt <= 0) return;
   rtt_ = ack.rtt;
+  lowest_rtt_ = lowest_rtt_ == 0 ? ack.rtt : std::min(lowest_rtt_, ack.rtt);
+  decayRelearnedFloor(ack.now);
   floor_rtt_ = floor_rtt_ == 0 ? ack.rtt : std::min(floor_rtt_, ack.rtt);
+}
+
+void Swift::decayRelearnedFloor(Picoseconds now) {
+  if (floor_rtt_ > lowest_rtt_ && p_.floor_decay_rtts > 0) {
+    const double half_lives = static_cast<double>(now - last_sample_at_) / (p_.floor_decay_rtts * static_cast<double>(rtt_));
+    floor_rtt_ = lowest_rtt_ + static_cast<Picoseconds>(static_cast<double>(floor_rtt_ - lowest_rtt_) * std::exp2(-half_lives));
+  }
+  last_sample_at_ = now;
+}
+
+void Swift::noteAboveTarget(const AckEvent& ack) {
+  if (!p_.target_above_floor || p_.relearn_floor_after_rtts <= 0) return;
+  if (above_target_since_ < 0) {
+    above_target_since_ = ack.now;
+    above_target_lowest_ = ack.rtt;
+    return;
+  }
+  above_target_lowest_ = std::min(above_target_lowest_, ack.rtt);
+  if (ack.now - above_target_since_ >= p_.relearn_floor_after_rtts * rtt_) {
+    floor_rtt_ = std::max(floor_rtt_, above_target_lowest_);
+    above_target_since_ = -1;
+  }
 }
 
 void Swift::onAck(const AckEvent& ack) {
@@ -41,10 +65,12 @@ void Swift::onAck(const AckEvent& ack) {
   if (ack.rtt <= 0) return;
   const double delay = static_cast<double>(ack.rtt), target = static_cast<double>(targetDelay(cwnd_));
   if (delay < target) {
+    above_target_since_ = -1;
     const double step = cwnd_ >= 1 ? p_.additive_increase * ack.acked_packets / cwnd_
                                    : p_.additive_increase * ack.acked_packets;
     setWindow(ack.now, cwnd_ + step);
   } else {
+    noteAboveTarget(ack);
     decrease(ack.now, std::max(1 - p_.beta * (delay - target) / delay, 1 - p_.max_mdf));
   }
 }

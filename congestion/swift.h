@@ -18,6 +18,15 @@ struct SwiftParams {
   /// own endpoint delay (a software stack's, tens to hundreds of microseconds and machine-dependent) cannot be
   /// told apart from the fabric's, as Swift's NIC timestamps tell them apart.
   bool target_above_floor = false;
+  /// With target_above_floor: a flow none of whose samples for this many of its RTTs came in under its target
+  /// raises its floor to the lowest of them (0: never). A flow that started into a standing queue took that
+  /// queue for the floor and aims above it; the flows that saw the path empty aim below the queue it keeps,
+  /// and starve until it ends (docs/congestion.md). The floor still falls to any lower sample.
+  int relearn_floor_after_rtts = 0;
+  /// What a raise added halves every this many RTTs, back towards the lowest sample ever (0: it stays). A
+  /// raise that stayed would ratchet: a host's delay noise raises floors too, each raised target keeps more
+  /// queue, and the next starving flow raises past it.
+  double floor_decay_rtts = 0;
   Picoseconds per_hop = 1 * kMicrosecond;  // topology scaling
   int hops = 6;
   Picoseconds flow_scaling_range = 100 * kMicrosecond;  // fs_range
@@ -58,11 +67,19 @@ class Swift : public SenderControl {
 
  private:
   bool canDecrease(Picoseconds now) const { return now - last_decrease_ >= rtt_; }
+  /// A sample above the target: relearns the floor once the run of them is relearn_floor_after_rtts RTTs long.
+  void noteAboveTarget(const AckEvent& ack);
+  /// Decays what relearning added to the floor for the time since the last sample.
+  void decayRelearnedFloor(Picoseconds now);
 
   SwiftParams p_;
   double cwnd_;
   Picoseconds rtt_ = 0;  // the latest RTT sample: how long "one RTT" is for the decrease guard and pacing
-  Picoseconds floor_rtt_ = 0;  // the lowest sample (0 before the first)
+  Picoseconds floor_rtt_ = 0;   // what the target counts from: the lowest sample, or a relearned one (0: none yet)
+  Picoseconds lowest_rtt_ = 0;  // the lowest sample ever, where a relearned floor decays back to
+  Picoseconds last_sample_at_ = 0;
+  Picoseconds above_target_since_ = -1;  // when the current run of samples above the target began (-1: none)
+  Picoseconds above_target_lowest_ = 0;  // the lowest sample of that run
   Picoseconds last_decrease_;
   int timeouts_in_a_row_ = 0;
   double fs_alpha_, fs_beta_;  // flow scaling: fs(w) = clamp(alpha / sqrt(w) + beta, 0, range)

@@ -42,6 +42,62 @@ TEST(Swift, TargetAboveTheFloorFollowsTheLowestRttSeen) {
   EXPECT_LT(s.windowPackets(), grown) << "900 us is far above it: a cut";
 }
 
+// A flow that saw the path empty (floor 100 us) while another keeps a queue at its own, higher target: every
+// sample lies above this flow's target. After relearn_floor_after_rtts RTTs of that it aims above the lowest of
+// them instead, and grows again; a sample under the target restarts the count; a lower sample lowers it.
+TEST(Swift, AFlowHeldAboveItsTargetRelearnsItsFloorAfterTheSetNumberOfRtts) {
+  SwiftParams p = smallWindow();
+  p.initial_cwnd = 200;  // cut at most by half per RTT
+  p.target_above_floor = true;
+  p.relearn_floor_after_rtts = 4;
+  Swift s(p);
+  s.onAck(ack(0, 100 * kUs));
+  EXPECT_EQ(s.targetDelay(256), 131 * kUs);
+  Picoseconds now = 10 * kUs;
+  for (int i = 0; i < 3; ++i, now += 1000 * kUs) s.onAck(ack(now, 1000 * kUs - i * kUs));  // 3 RTTs above
+  s.onAck(ack(now, 120 * kUs));  // under the target: the run starts over
+  now += 1000 * kUs;
+  for (int i = 0; i < 4; ++i, now += 1000 * kUs) s.onAck(ack(now, 1000 * kUs - i * kUs));
+  EXPECT_EQ(s.targetDelay(256), 131 * kUs) << "four samples span three RTTs: not yet";
+  const double starved = s.windowPackets();
+  s.onAck(ack(now, 990 * kUs));
+  EXPECT_EQ(s.targetDelay(256), 990 * kUs + 31 * kUs) << "four RTTs above: the lowest sample of the run is the floor";
+  s.onAck(ack(now + 1000 * kUs, 1000 * kUs));
+  EXPECT_GT(s.windowPackets(), starved) << "1000 us is under the new target: the window grows";
+  s.onAck(ack(now + 2000 * kUs, 200 * kUs));
+  EXPECT_EQ(s.targetDelay(256), 231 * kUs) << "a lower sample lowers the floor again";
+}
+
+// What a raise added halves every floor_decay_rtts RTTs, back to the lowest sample ever, so raises on delay
+// noise cannot pile up.
+TEST(Swift, ARelearnedFloorDecaysBackToTheLowestSample) {
+  SwiftParams p = smallWindow();
+  p.initial_cwnd = 200;
+  p.target_above_floor = true;
+  p.relearn_floor_after_rtts = 2;
+  p.floor_decay_rtts = 4;
+  Swift s(p);
+  s.onAck(ack(0, 100 * kUs));
+  s.onAck(ack(1000 * kUs, 1000 * kUs));
+  s.onAck(ack(2000 * kUs, 1000 * kUs));
+  s.onAck(ack(3000 * kUs, 1000 * kUs));  // the floor is 100 us then 1000 us from here
+  EXPECT_NEAR(static_cast<double>(s.targetDelay(256)), 1031e6, 1e6);
+  s.onAck(ack(7000 * kUs, 1000 * kUs));  // four RTTs later: 900 us added, half of it left
+  EXPECT_NEAR(static_cast<double>(s.targetDelay(256)), 100e6 + 450e6 + 31e6, 1e6);
+  s.onAck(ack(15000 * kUs, 120 * kUs));  // eight ms later, at 120 us a round trip: 16 half-lives
+  EXPECT_NEAR(static_cast<double>(s.targetDelay(256)), 131e6, 1e6)
+      << "back at the lowest sample (a floor kept at 550 us would have fallen only to this 120 us)";
+}
+
+TEST(Swift, WithoutRelearningTheLowestFloorStaysHoweverLongTheFlowIsHeldAboveIt) {
+  SwiftParams p = smallWindow();
+  p.target_above_floor = true;
+  Swift s(p);
+  s.onAck(ack(0, 100 * kUs));
+  for (int i = 1; i <= 100; ++i) s.onAck(ack(i * 1000 * kUs, 1000 * kUs));
+  EXPECT_EQ(s.targetDelay(256), 131 * kUs);
+}
+
 TEST(Swift, AdditiveIncreaseBelowTargetAndOneBoundedCutPerRtt) {
   Swift s(smallWindow());
   s.onAck(ack(0, 20 * kUs));
