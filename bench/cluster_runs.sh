@@ -5,7 +5,9 @@
 #   bench_start NAME [roce]  skip (77) without root, fail (2) when asked for the emulated RoCE device and $build
 #                       has none; then a fresh job secret, $tmp, and an EXIT trap removing the store, $tmp, the cluster
 #   start_store         a megascale-store inside host 0 on a fresh port ($store_port; $store_pid)
-#   ours PER_HOST OUTPUT PROGRAM ARGS...  one megascale-run per host, PER_HOST ranks each; host 0's output in OUTPUT
+#   ours PER_HOST OUTPUT PROGRAM ARGS...  one megascale-run per host, PER_HOST ranks each; host 0's output in
+#                       OUTPUT, host i's in OUTPUT.host<i>
+#   failure_tails OUTPUT   the last lines of every host's output of that run (what failed, and where)
 store_port=${store_port:-29800} run_id=${run_id:-0}
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -42,9 +44,17 @@ ours() {
   for ((i = 0; i < EMU_HOSTS; i++)); do
     on_host "$i" "$build/launcher/megascale-run" --store "tcp://$(host_addr 0):$store_port" --job-id "mh$run_id" \
       --world-size $((EMU_HOSTS * per_host)) --rank-offset $((i * per_host)) -n "$per_host" "$@" \
-      > "$([ "$i" = 0 ] && echo "$output" || echo /dev/null)" 2>&1 &
+      > "$([ "$i" = 0 ] && echo "$output" || echo "$output.host$i")" 2>&1 &
     pids+=($!)
   done
   for i in "${pids[@]}"; do wait "$i" || status=$?; done
   return "$status"
+}
+
+failure_tails() {
+  local f
+  for f in "$1" "$1".host*; do
+    [ -e "$f" ] && tail -n 4 "$f" | sed "s|^|#   ${f##*/}: |"
+  done
+  return 0
 }

@@ -27,7 +27,7 @@ for loss in 0 "$LOSS"; do
   for ((k = 0; k < REPEATS; k++)); do
     for transport in udp tcp; do
       MEGASCALE_TRANSPORT=$transport ours 1 "$tmp/out" "$build/bench/all_reduce_perf" -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 1 ||
-        { echo "# $transport failed at $loss% loss:"; tail -n 5 "$tmp/out" | sed 's/^/#   /'; continue; }
+        { echo "# $transport failed at $loss% loss:"; failure_tails "$tmp/out"; continue; }
       runs[$transport]+="$(busbw "$tmp/out" "$factor") "
     done
   done

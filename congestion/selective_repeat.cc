@@ -4,7 +4,7 @@
 
 namespace megascale::congestion {
 
-void SelectiveRepeat::onSend(uint64_t seq, Picoseconds now) {
+void SelectiveRepeat::onSend(uint64_t seq, Picoseconds now, uint16_t lane) {
   next_expected_ = std::max(next_expected_, seq + 1);
   if (window_.empty()) base_ = seq;
   for (; seq < base_; --base_) window_.emplace_front();
@@ -18,7 +18,12 @@ void SelectiveRepeat::onSend(uint64_t seq, Picoseconds now) {
   p.sent_at = now;
   ++p.transmissions;
   p.fast_retransmitted = false;
-  p.last_sent_before = next_expected_ - 1;
+  if (lane >= lane_sent_.size()) {
+    lane_sent_.resize(lane + 1u, 0);
+    lane_overtaking_.resize(lane + 1u, 0);
+  }
+  p.lane = lane;
+  p.lane_order = ++lane_sent_[lane];
 }
 
 AckOutcome SelectiveRepeat::onAck(uint64_t seq, Picoseconds now) {
@@ -27,25 +32,30 @@ AckOutcome SelectiveRepeat::onAck(uint64_t seq, Picoseconds now) {
   if (p == nullptr || !p->outstanding) return out;  // a duplicate, or an ACK of something never sent
   out.new_data = true;
   out.rtt_valid = p->transmissions == 1;
-  if (out.rtt_valid) out.rtt = now - p->sent_at;
+  if (out.rtt_valid) {
+    out.rtt = now - p->sent_at;
+    lane_overtaking_[p->lane] = std::max(lane_overtaking_[p->lane], p->lane_order);
+    overtaking_end_ = std::max(overtaking_end_, seq + 1);
+  }
   p->outstanding = false;
   --outstanding_;
   while (!window_.empty() && !window_.front().outstanding) {
     window_.pop_front();
     ++base_;
   }
-  if (!any_acked_ || seq > highest_acked_) highest_acked_ = seq;
-  any_acked_ = true;
   return out;
 }
 
-std::vector<uint64_t> SelectiveRepeat::overtaken() {
+std::vector<uint64_t> SelectiveRepeat::overtaken(uint64_t judge_below) {
   std::vector<uint64_t> resend;
-  if (!any_acked_) return resend;
   const auto threshold = static_cast<uint64_t>(reorder_threshold_);
-  for (size_t i = 0; i < window_.size() && base_ + i + threshold <= highest_acked_; ++i) {
+  // Packets sent once overtake on their lane only what was sent before them there, which has a lower sequence
+  // (a first transmission's) or was resent earlier (a lower one too): nothing at or past overtaking_end_ can be
+  // overtaken yet.
+  const uint64_t end = std::min(judge_below, overtaking_end_);
+  for (size_t i = 0; i < window_.size() && base_ + i < end; ++i) {
     Packet& p = window_[i];
-    if (p.outstanding && !p.fast_retransmitted && highest_acked_ >= p.last_sent_before + threshold) {
+    if (p.outstanding && !p.fast_retransmitted && lane_overtaking_[p.lane] >= p.lane_order + threshold) {
       p.fast_retransmitted = true;
       resend.push_back(base_ + i);
     }

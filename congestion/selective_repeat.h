@@ -1,8 +1,11 @@
 // The sender's half of selective repeat: which packets are outstanding, which the receiver has acknowledged
-// (each by its own sequence number, SACK style), and which to resend - a packet with `reorder_threshold` later
-// packets acknowledged (fast retransmit, once per transmission; after a resend, packets sent later must
-// overtake it) or one unacknowledged for an RTO. Only lost
-// packets are resent, never the whole window (go-back-N wastes a BDP per loss).
+// (each by its own sequence number, SACK style), and which to resend - a packet with `reorder_threshold` packets
+// sent after it on the same lane acknowledged (fast retransmit, once per transmission) or one unacknowledged for
+// an RTO. A lane is a path that keeps its packets in order (a sprayed flow, a rail): packets of different lanes
+// overtake each other by the paths' delay differences and the receiver's order of draining its sockets, which is
+// not loss, while a packet overtaken on its own lane was lost. One lane is plain sequence-order fast retransmit.
+// Only packets first sent once count as overtaking (Karn: the ack of a resent packet may be its first copy's,
+// which left long before). Only lost packets are resent, never the whole window (go-back-N wastes a BDP per loss).
 #pragma once
 
 #include <cstddef>
@@ -24,15 +27,16 @@ class SelectiveRepeat {
  public:
   explicit SelectiveRepeat(int reorder_threshold = 3) : reorder_threshold_(reorder_threshold) {}
 
-  /// First transmission or retransmission of `seq`.
-  void onSend(uint64_t seq, Picoseconds now);
+  /// First transmission or retransmission of `seq`, on `lane`.
+  void onSend(uint64_t seq, Picoseconds now, uint16_t lane = 0);
   AckOutcome onAck(uint64_t seq, Picoseconds now);
   /// Packets to resend now, oldest first: overtaken or timed out. Each counts as sent again only when onSend is
   /// called for it.
   std::vector<uint64_t> lost(Picoseconds now, Picoseconds rto);
-  /// Only the overtaken ones (fast retransmit). Cheap enough for every ACK: it looks only at packets that
-  /// `reorder_threshold` later ones can have passed.
-  std::vector<uint64_t> overtaken();
+  /// Only the overtaken ones (fast retransmit), among those below `judge_below`: what the newest acknowledgement
+  /// could have reported (a receiver's SACK covers a bounded range; a packet beyond it is unseen, not missing).
+  /// Cheap enough for every ACK: it looks only at packets below the highest one acknowledged.
+  std::vector<uint64_t> overtaken(uint64_t judge_below = UINT64_MAX);
   /// Only those unacknowledged for `rto` (a scan of everything outstanding: for the retransmit timer).
   std::vector<uint64_t> timedOut(Picoseconds now, Picoseconds rto) const;
   /// The earliest time a timeout can fire for the outstanding packets, kNever if none.
@@ -48,7 +52,8 @@ class SelectiveRepeat {
     int transmissions = 0;
     bool outstanding = false;         // sent and not acknowledged
     bool fast_retransmitted = false;  // in its current transmission
-    uint64_t last_sent_before = 0;    // the highest sequence sent when this transmission left
+    uint16_t lane = 0;                // of its current transmission
+    uint64_t lane_order = 0;          // its current transmission's place among its lane's, from 1
   };
   // The window [base_, base_ + window_.size()) from the oldest outstanding packet: sequence numbers are sent
   // mostly in order, so a deque indexed by seq - base_ replaces a search tree (no allocation per packet).
@@ -59,8 +64,9 @@ class SelectiveRepeat {
   std::deque<Packet> window_;
   uint64_t base_ = 0;
   size_t outstanding_ = 0;
-  uint64_t highest_acked_ = 0;
-  bool any_acked_ = false;
+  uint64_t overtaking_end_ = 0;  // one past the highest packet sent once and acknowledged
+  std::vector<uint64_t> lane_sent_;          // transmissions per lane
+  std::vector<uint64_t> lane_overtaking_;    // per lane: the latest lane_order acknowledged of a packet sent once
   uint64_t next_expected_ = 0;  // one past the highest sequence sent
 };
 

@@ -66,6 +66,34 @@ TEST(SelectiveRepeat, ResendsOnlyWhatIsLostFastOrByTimeout) {
   EXPECT_EQ(sr.outstanding(), 5u);
 }
 
+// Packets sprayed round robin over four lanes (seq % 4): the others overtaking lane 0 is reordering; three sent
+// after a packet on its own lane arriving is loss.
+TEST(SelectiveRepeat, OnlyPacketsOvertakenOnTheirOwnLaneAreLost) {
+  SelectiveRepeat sr;
+  for (uint64_t seq = 0; seq < 24; ++seq) sr.onSend(seq, 0, static_cast<uint16_t>(seq % 4));
+  for (uint64_t seq = 0; seq < 12; ++seq) {
+    if (seq % 4 != 0) sr.onAck(seq, kUs);
+  }
+  EXPECT_TRUE(sr.overtaken().empty()) << "lanes 1-3 passing lane 0 is not loss";
+  sr.onAck(12, kUs);
+  EXPECT_EQ(sr.overtaken(), (std::vector<uint64_t>{0})) << "12 left third after 0 on its lane, second after 4";
+  for (uint64_t seq : {16, 20}) sr.onAck(seq, kUs);
+  EXPECT_EQ(sr.overtaken(5), (std::vector<uint64_t>{4})) << "8 lies beyond what the acknowledgement could report";
+  EXPECT_EQ(sr.overtaken(), (std::vector<uint64_t>{8}));
+}
+
+// A resent packet's acknowledgement may be its first copy's: it overtakes nothing sent before its resend.
+TEST(SelectiveRepeat, AResentPacketsAcknowledgementOvertakesNothing) {
+  SelectiveRepeat sr;
+  for (uint64_t seq = 0; seq < 6; ++seq) sr.onSend(seq, 0);
+  sr.onSend(5, kUs);  // resent (a timeout, say) after 0-4 left
+  sr.onAck(5, 2 * kUs);
+  EXPECT_TRUE(sr.overtaken().empty());
+  for (uint64_t seq = 6; seq < 9; ++seq) sr.onSend(seq, 3 * kUs);
+  sr.onAck(8, 4 * kUs);
+  EXPECT_EQ(sr.overtaken(), (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+}
+
 TEST(RetransmitBudget, ALinkFlapShorterThanTheBudgetIsRiddenOut) {
   RetransmitBudget budget(30 * kSecond);
   EXPECT_FALSE(budget.exhausted(100 * kSecond));

@@ -41,7 +41,7 @@ void UdpReceiver::sendAck(const udp_wire::Header& h, uint8_t flags, Picoseconds 
   udp_wire::Header out{udp_wire::kMagic, udp_wire::kAck, flags, static_cast<uint16_t>(path), setup_.remote_connection,
                        h.seq, h.sent_ns};
   udp_wire::Ack a{cumulative_, 0, held_bytes_, ++acks_sent_, std::max<Picoseconds>(held, 0) / kNanosecond};
-  for (size_t i = 1; i < above_.size() && i <= 64; ++i) {
+  for (size_t i = 1; i < above_.size() && i <= udp_wire::kSackBits; ++i) {
     if (above_[i]) a.sack |= uint64_t{1} << (i - 1);
   }
   uint8_t packet[udp_wire::kAckBytes];

@@ -12,13 +12,17 @@ namespace {
 
 // A socket whose buffer was full is tried again this soon.
 constexpr Picoseconds kBlockedRetry = 50 * kMicrosecond;
+// A path (a flow's 5-tuple, on one rail) keeps its packets in order, as an ECMP fabric keeps a flow's: one packet
+// sent after another on the same path arriving first means the other was lost. TCP's three are for reordering
+// within a path; across paths, the spray's reordering is no evidence at all (the paths are judged apart).
+constexpr int kOvertakenOnItsPath = 1;
 
 }  // namespace
 
 UdpSender::UdpSender(const UdpSenderSetup& setup, UdpPaths paths, std::unique_ptr<congestion::SenderControl> control,
                      DatagramOut& out, std::function<void()> notify)
     : setup_(setup), paths_(std::move(paths)), control_(std::move(control)), out_(out), notify_(std::move(notify)),
-      repeat_(3), rto_(udpRtoParams(setup.rto_min, setup.give_up_after)), budget_(setup.give_up_after) {}
+      repeat_(kOvertakenOnItsPath), rto_(udpRtoParams(setup.rto_min, setup.give_up_after)), budget_(setup.give_up_after) {}
 
 void UdpSender::post(UdpOutgoing* message) {
   message->number = next_message_++;
@@ -77,7 +81,7 @@ bool UdpSender::transmit(uint64_t seq, Picoseconds now) {
   paths_.onSent(path, now);
   p.sent_at = now;
   p.resend_queued = false;
-  repeat_.onSend(seq, now);
+  repeat_.onSend(seq, now, static_cast<uint16_t>(path));
   control_->onSent(now, p.bytes + sizeof(head));
   ++packets_sent_;
   return true;
@@ -135,6 +139,12 @@ void UdpSender::onPacket(const udp_wire::Header& h, const uint8_t* datagram, siz
   }
   if (h.flags & udp_wire::kWindowUpdate) return;
   if (h.flags & udp_wire::kCnp) control_->onCnp(now);
+  // The newest acknowledgement taken in: what it could report (its cumulative number and the SACK bitmap's
+  // reach) is what it says about packets overtaken on their path (acknowledgements overtake each other too).
+  if (a.number > judged_ack_number_) {
+    judged_ack_number_ = a.number;
+    judge_below_ = a.cumulative + 1 + udp_wire::kSackBits;
+  }
   uint64_t acked_bytes = 0;
   uint32_t acked_packets = 0;
   const auto take = [&](uint64_t seq) {
@@ -146,8 +156,8 @@ void UdpSender::onPacket(const udp_wire::Header& h, const uint8_t* datagram, siz
   };
   take(h.seq);
   for (uint64_t seq = base_seq_; seq < std::min(a.cumulative, sent_seq_); ++seq) take(seq);
-  for (int i = 0; i < 64; ++i) {
-    if ((a.sack >> i) & 1) take(a.cumulative + 1 + static_cast<uint64_t>(i));
+  for (uint64_t i = 0; i < udp_wire::kSackBits; ++i) {
+    if ((a.sack >> i) & 1) take(a.cumulative + 1 + i);
   }
   while (!packets_.empty() && packets_.front().acked && base_seq_ < sent_seq_) {
     packets_.pop_front();
@@ -169,7 +179,7 @@ void UdpSender::onPacket(const udp_wire::Header& h, const uint8_t* datagram, siz
   probed_ = false;
   control_->onAck(congestion::AckEvent{now, network_rtt, acked_bytes, acked_packets, (h.flags & udp_wire::kEcnEcho) != 0});
   bool lost = false;
-  for (uint64_t seq : repeat_.overtaken()) {
+  for (uint64_t seq : repeat_.overtaken(judge_below_)) {
     const Packet* p = find(seq);
     if (p != nullptr && !p->acked && !p->resend_queued) {
       queueResend(seq);

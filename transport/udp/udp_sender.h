@@ -1,8 +1,8 @@
 // The sending half of a udp connection: messages cut into packets numbered on one sequence space, sprayed
 // over the connection's paths (udp_paths.h), paced and windowed by the congestion control (udp_congestion.h),
 // and held to the receiver's window (bytes in flight plus those it holds for receives not yet posted).
-// Acknowledgements carry a cumulative number and a SACK bitmap; lost packets - overtaken by three later ones
-// (fast retransmit) or unacknowledged for the RTO (from the measured RTT, backed off while nothing arrives) - are
+// Acknowledgements carry a cumulative number and a SACK bitmap; lost packets - overtaken on their own path by
+// three sent after them (fast retransmit; paths overtake each other, which is not loss) or unacknowledged for the RTO (from the measured RTT, backed off while nothing arrives) - are
 // resent alone, on another path where one works. The first expiry after progress only probes (the oldest packet
 // again, as TCP's tail loss probe): a lost tail is recovered at one RTO, while a delay spike - a descheduled
 // engine, a queue that briefly grew - costs one duplicate instead of a resent window and a halved rate; only a
@@ -68,6 +68,7 @@ class UdpSender : public UdpHalf {
   uint64_t retransmissions() const { return retransmissions_; }
   uint64_t timeouts() const { return timeouts_; }
   uint64_t probes() const { return probes_; }
+  uint64_t lossesFromSacks() const { return losses_from_sacks_; }
   uint64_t packetsSent() const { return packets_sent_; }
   /// How late, on average, the engine ran this sender after the time its pacing asked to be woken at: what the
   /// simulator's wake_lateness stands for (0 before the first paced wake-up).
@@ -124,6 +125,8 @@ class UdpSender : public UdpHalf {
   uint64_t in_flight_packets_ = 0;
   uint64_t peer_held_ = 0;
   uint64_t last_ack_number_ = 0;
+  uint64_t judged_ack_number_ = 0;  // the newest acknowledgement whose SACK was taken in
+  uint64_t judge_below_ = 0;        // and the end of what it could report
   Picoseconds next_send_ = 0;
   Picoseconds next_path_check_ = 0;
   Picoseconds window_probe_at_ = kNever;

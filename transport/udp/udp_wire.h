@@ -42,9 +42,11 @@ struct Data {
   uint32_t bytes;    // payload bytes that follow
 };
 
+constexpr uint64_t kSackBits = 64;
+
 struct Ack {
   uint64_t cumulative;  // every sequence number below arrived
-  uint64_t sack;        // bit i: cumulative + 1 + i arrived
+  uint64_t sack;        // bit i: cumulative + 1 + i arrived (i < kSackBits)
   uint64_t held_bytes;  // what the receiver holds for receives not yet posted
   uint64_t number;      // the receiver's count of acknowledgements, from 1: the newest tells held_bytes
   int64_t delay_ns;     // how long the receiver held the packet it answers before this left (its own delay,

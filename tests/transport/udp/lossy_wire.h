@@ -5,12 +5,14 @@
 // recovery and path logic are tested without sockets or real time.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <queue>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "congestion/sender_control.h"
@@ -47,6 +49,7 @@ class LossyWire {
   double loss = 0;                  // every datagram's drop probability
   Picoseconds delay = 50 * kMicrosecond;
   Picoseconds jitter = 20 * kMicrosecond;  // uniform on top of the delay: packets of different paths reorder
+  bool paths_keep_order = false;    // a flow's datagrams never overtake each other (the jitter holds back the rest)
   std::set<int> cut_flows;          // flows (either side's) whose datagrams never arrive: cut paths
   uint8_t tos = 0;                  // the TOS every datagram arrives with (3: CE)
   Picoseconds host_delay[2] = {0, 0};  // how late each side's engine gets to a datagram after it arrived
@@ -101,7 +104,11 @@ class LossyWire {
     }
     ++carried;
     const auto spread = static_cast<Picoseconds>(uniform(random_) * static_cast<double>(jitter));
-    const Picoseconds arrived = now_ + delay + spread;
+    Picoseconds arrived = now_ + delay + spread;
+    if (paths_keep_order) {
+      Picoseconds& last = last_arrival_[{from, flow}];
+      arrived = last = std::max(arrived, last);
+    }
     queue_.push(InFlight{arrived + host_delay[1 - from], arrived, order_++, 1 - from, std::move(bytes)});
   }
 
@@ -109,6 +116,7 @@ class LossyWire {
   UdpHalf* halves_[2] = {nullptr, nullptr};
   End end0_{*this, 0}, end1_{*this, 1};
   std::priority_queue<InFlight> queue_;
+  std::map<std::pair<int, int>, Picoseconds> last_arrival_;  // by sending side and flow
   uint64_t order_ = 0;
   Picoseconds now_ = 0;
 };

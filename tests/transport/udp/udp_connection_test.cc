@@ -141,6 +141,42 @@ TEST_P(EveryLaw, MessagesArriveExactAtFivePercentLossWithReordering) {
 INSTANTIATE_TEST_SUITE_P(Laws, EveryLaw, ::testing::Values("none", "swift", "dcqcn", "hybrid"),
                          [](const auto& info) { return info.param; });
 
+// Each path keeps its packets in order while the paths overtake one another by up to 200 us: a spray's
+// reordering, which is not loss and must not be resent nor slow the law down.
+TEST(UdpConnection, PathsOvertakingEachOtherCostNoResends) {
+  for (const std::string law : {"none", "swift"}) {
+    Options o;
+    o.law = law;
+    Connection c(12, o);
+    c.wire.jitter = 200 * kMicrosecond;
+    c.wire.paths_keep_order = true;
+    c.exchange({8 << 20, 1 << 20}, 21);
+    c.postReceives();
+    ASSERT_TRUE(c.wire.runUntil([&] { return c.allDone(); }, 60 * kSecond)) << law;
+    c.expectExact();
+    EXPECT_EQ(c.sender->retransmissions(), 0u) << law;
+    EXPECT_EQ(c.sender->lossesFromSacks(), 0u) << law;
+  }
+}
+
+// The same reordering with 1% of the packets lost: those are found by SACKs (packets sent after them on their
+// path arrived), not left to the retransmission timer.
+TEST(UdpConnection, LossesAmongOvertakingPathsAreFoundBySacks) {
+  Options o;
+  Connection c(13, o);
+  c.wire.jitter = 200 * kMicrosecond;
+  c.wire.paths_keep_order = true;
+  c.wire.loss = 0.01;
+  c.exchange({16 << 20}, 22);
+  c.postReceives();
+  ASSERT_TRUE(c.wire.runUntil([&] { return c.allDone(); }, 60 * kSecond)) << c.sender->error().message();
+  c.expectExact();
+  const uint64_t data_lost = c.sender->retransmissions() - c.sender->probes();
+  EXPECT_GT(c.sender->lossesFromSacks(), 0u);
+  EXPECT_GE(c.sender->lossesFromSacks() * 10, data_lost * 9) << "retransmissions " << c.sender->retransmissions()
+                                                              << ", timeouts " << c.sender->timeouts();
+}
+
 TEST(UdpConnection, EcnMarksSlowTheEcnLawsDown) {
   for (const std::string law : {"dcqcn", "hybrid"}) {
     Options o;
