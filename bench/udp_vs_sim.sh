@@ -6,7 +6,8 @@
 #   incast   4-to-1, INCAST_MB MiB from each of hosts 1..4 to host 0.
 # The simulator's flows start as the test bed's did (their offsets measured: processes and connections do not
 # start at once). Completion time (the test bed: the sender's first send to its last acknowledged; the incast:
-# the slowest flow's) and the peak of host 0's switch queue, side by side, with their ratio (target: within 15%).
+# the slowest flow's) and the peak of host 0's switch queue, side by side, with their ratio (target: within 15%),
+# and that queue's mean while the flows ran (sampled every 200 us in both).
 # The round trip the simulator gets is the test bed's, measured first (64-byte messages one at a time; their
 # completion includes both hosts' software): the simulator's links get a quarter of it each (two hops, both
 # ways). Its hosts are the test bed's software hosts: their links to the switch unshaped (UPLINK_GBPS), their
@@ -29,7 +30,8 @@ trap 'cluster_down; rm -rf "$tmp"' EXIT
 rate_mbps=$(($(rate_bits "$RATE") / 1000000))
 export MEGASCALE_TRANSPORT=udp MEGASCALE_UDP_LINE_MBPS=$rate_mbps
 cluster_up 5
-switch_up 0 "$RATE" --buffer "$BUFFER" --kmin "$KMIN" --kmax "$KMAX" --queue-log "$tmp/queue.csv" --sample-us 200
+SAMPLE_US=200
+switch_up 0 "$RATE" --buffer "$BUFFER" --kmin "$KMIN" --kmax "$KMAX" --queue-log "$tmp/queue.csv" --sample-us "$SAMPLE_US"
 # The payload the transport puts in a 9000-byte frame: IP and UDP headers (28) and its own (56) come off.
 payload=$((EMU_MTU - 28 - 56))
 
@@ -62,7 +64,15 @@ transfer() {
   late=$(cat $(printf "$tmp/sender%s.log " "$@") |
     awk '/packets sent/ && / late/ { for (i = 1; i < NF; i++) if ($(i + 1) == "packets" && $i > 100) { s += $(NF - 2); n++ } }
          END { printf "%.1f", n ? s / n : 0 }')
-  echo "$fct $(tail -n +"$((from + 1))" "$tmp/queue.csv" | awk -F, -v port="$(switch_port 0 0)" '$2 == port && $4 > m { m = $4 } END { print m + 0 }') $late"
+  local port_samples="$tmp/port_samples"
+  tail -n +"$((from + 1))" "$tmp/queue.csv" | awk -F, -v port="$(switch_port 0 0)" '$2 == port { print $3, $4 }' > "$port_samples"
+  echo "$fct $(awk '$2 > m { m = $2 } END { print m + 0 }' "$port_samples") $late $(cut -d' ' -f1 "$port_samples" | busy_mean)"
+}
+# busy_mean: the mean of the queue samples on stdin (one a line) from the first non-empty one to the last: the
+# queue while the flows ran, a steadier figure than its peak.
+busy_mean() {
+  awk '{ v[NR] = $1; if ($1 > 0) { if (!first) first = NR; last = NR } }
+       END { for (i = first; first && i <= last; i++) s += v[i]; printf "%.0f\n", first ? s / (last - first + 1) : 0 }'
 }
 
 # The round trip: 64-byte messages one at a time, each done once acknowledged.
@@ -72,27 +82,33 @@ delay_us=$(awk -v r="$rtt_us" 'BEGIN { printf "%.1f", r / 4 }')
 echo "# udp against megascale-sim: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); $(date -u +%F)"
 echo "# link $RATE, buffer $BUFFER B, ECN K_min $KMIN / K_max $KMAX B, $payload-byte packets; round trip $rtt_us us (simulator: $delay_us us per link)"
 echo "# the simulator's hosts: uplinks at $UPLINK_GBPS Gbit/s (the veths are not shaped), pacing timers as late as the test bed's were"
-printf "\n%-8s %-7s %8s %14s %14s %7s %14s %14s %7s\n" scenario law "late us" "test bed ms" "simulator ms" ratio \
-  "bed queue B" "sim queue B" ratio
+printf "\n%-8s %-7s %8s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n" scenario law "late us" "test bed ms" "simulator ms" \
+  ratio "bed peak B" "sim peak B" ratio "bed mean B" "sim mean B" ratio
 
-simulate() {  # simulate LAW HOSTS LATE_US: the flows of $tmp/flows; prints the simulator's max FCT (ms) and peak queue (bytes)
+simulate() {  # simulate LAW HOSTS LATE_US: the flows of $tmp/flows; prints the simulator's max FCT (ms), peak queue
+  # and busy mean queue (bytes; sampled as the test bed's switch samples)
   "$sim" --topology star --hosts "$2" --rate-gbps "$(awk -v m="$rate_mbps" 'BEGIN { print m / 1000 }')" \
     --uplink-gbps "$UPLINK_GBPS" --wake-lateness-us "$3" \
     --delay-us "$delay_us" --mtu-bytes "$payload" --buffer-bytes "$BUFFER" --kmin-bytes "$KMIN" --kmax-bytes "$KMAX" \
-    --workload "file:$tmp/flows" --cc "udp-$1" --end-ms 60000 |
-    awk '$1 ~ /^udp-/ { printf "%.2f %d\n", $6 / 1000, $7 }'
+    --workload "file:$tmp/flows" --cc "udp-$1" --end-ms 60000 --queues "$tmp/simq" --queue-interval-us "$SAMPLE_US" |
+    awk '$1 ~ /^udp-/ { printf "%.2f %d ", $6 / 1000, $7 }'
+  tail -n +2 "$tmp/simq-udp-$1.csv" | cut -d, -f2 | busy_mean
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), (b > 0 ? a / b : 0) }'; }
 for law in $LAWS; do
   for scenario in single incast; do
     if [ "$scenario" = single ]; then
-      read -r bed_ms bed_queue late_us < <(transfer "$law" "$SINGLE_MB" 1048576 1)
-      read -r sim_ms sim_queue < <(simulate "$law" 2 "$late_us")
+      read -r bed_ms bed_queue late_us bed_mean < <(transfer "$law" "$SINGLE_MB" 1048576 1)
+      read -r sim_ms sim_queue sim_mean < <(simulate "$law" 2 "$late_us")
     else
-      read -r bed_ms bed_queue late_us < <(transfer "$law" "$INCAST_MB" 1048576 1 2 3 4)
-      read -r sim_ms sim_queue < <(simulate "$law" 5 "$late_us")
+      read -r bed_ms bed_queue late_us bed_mean < <(transfer "$law" "$INCAST_MB" 1048576 1 2 3 4)
+      read -r sim_ms sim_queue sim_mean < <(simulate "$law" 5 "$late_us")
     fi
-    printf "%-8s %-7s %8s %14s %14s %7s %14s %14s %7s\n" "$scenario" "$law" "$late_us" "$bed_ms" "$sim_ms" "$(ratio "$bed_ms" "$sim_ms")" \
-      "$bed_queue" "$sim_queue" "$(ratio "$bed_queue" "$sim_queue")"
+    printf "%-8s %-7s %8s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n" "$scenario" "$law" "$late_us" "$bed_ms" "$sim_ms" \
+      "$(ratio "$bed_ms" "$sim_ms")" "$bed_queue" "$sim_queue" "$(ratio "$bed_queue" "$sim_queue")" \
+      "$bed_mean" "$sim_mean" "$(ratio "$bed_mean" "$sim_mean")"
+    if [ "$scenario" = incast ]; then
+      echo "#   its senders started at $(sort -n -k4 "$tmp/flows" | awk '{ printf "%s%d", (NR > 1 ? ", " : ""), $4 }') us"
+    fi
   done
 done
