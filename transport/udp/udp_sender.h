@@ -2,11 +2,12 @@
 // over the connection's paths (udp_paths.h), paced and windowed by the congestion control (udp_congestion.h),
 // and held to the receiver's window (bytes in flight plus those it holds for receives not yet posted).
 // Acknowledgements carry a cumulative number and a SACK bitmap; lost packets - overtaken on their own path by
-// three sent after them (fast retransmit; paths overtake each other, which is not loss) or unacknowledged for the RTO (from the measured RTT, backed off while nothing arrives) - are
-// resent alone, on another path where one works. The first expiry after progress only probes (the oldest packet
-// again, as TCP's tail loss probe): a lost tail is recovered at one RTO, while a delay spike - a descheduled
-// engine, a queue that briefly grew - costs one duplicate instead of a resent window and a halved rate; only a
-// second expiry with nothing acknowledged is a timeout the control law hears. A connection that delivers nothing for the give-up budget
+// one sent after them there (fast retransmit; paths overtake each other, which is not loss) or unacknowledged
+// for the RTO (from the measured RTT, backed off while nothing arrives) - are resent alone, on another path
+// where one works. The first expiry after progress only probes (the oldest packet again, as TCP's tail loss
+// probe): a lost tail is recovered at one RTO, while a delay spike - a descheduled engine, a queue that briefly
+// grew - costs one duplicate instead of a resent window and a halved rate; only a second expiry with nothing
+// acknowledged is a timeout the control law hears. A connection that delivers nothing for the give-up budget
 // fails, naming the peer: a link flap shorter than the budget costs its length, not the job (MegaScale's lesson).
 #pragma once
 
