@@ -37,6 +37,7 @@ struct Options {
   double rate_gbps = 100, fabric_gbps = 0;
   double uplink_gbps = 0;        // star: host to switch (0: rate_gbps)
   double wake_lateness_us = 0;   // software hosts' pacing (0: a NIC's)
+  double switch_stalls_per_s = 0, switch_stall_us = 0;  // a software switch's stalls (0: a hardware switch's)
   double delay_us = 1;
   std::vector<std::string> controls = {"dcqcn"};
   std::string workload = "permutation";
@@ -96,6 +97,9 @@ void applyPreset(const std::string& name, Options* o) {
       "                                 (an unshaped veth of the test bed)\n"
       "  --wake-lateness-us T           hosts pace in software, their timers firing T us late on average\n"
       "                                 (uniform 0..2T), catching up as the udp transport does (default 0)\n"
+      "  --switch-stalls-per-s R --switch-stall-us L\n"
+      "                                 switches are processes that stall R times a second, L us each on\n"
+      "                                 average (as the test bed's switch measures its own; default 0: never)\n"
       "  --cc LIST                      comma list of none, dcqcn, dcqcn-paper, swift, hybrid, timely; or all;\n"
       "                                 udp-swift, udp-hybrid, udp-dcqcn, udp-none: the laws as the udp transport\n"
       "                                 sets them up (its default target, window and packet)\n"
@@ -145,7 +149,8 @@ Options parse(int argc, char** argv) {
   Options o;
   enum { kTopology = 1000, kK, kHosts, kServers, kRails, kGroup, kRate, kFabric, kDelay, kCc, kWorkload, kBytes,
          kLoad, kDuration, kPfc, kSpray, kSeed, kEnd, kCsv, kHelp, kAggregations, kCores, kUnit, kNvlink, kAlgorithm,
-         kPreset, kQueues, kQueueInterval, kRanksPerHost, kMtu, kBuffer, kKmin, kKmax, kPmax, kUplink, kWakeLateness };
+         kPreset, kQueues, kQueueInterval, kRanksPerHost, kMtu, kBuffer, kKmin, kKmax, kPmax, kUplink, kWakeLateness,
+         kStallsPerSecond, kStallLength };
   static const option longs[] = {
       {"topology", required_argument, nullptr, kTopology}, {"k", required_argument, nullptr, kK},
       {"hosts", required_argument, nullptr, kHosts},       {"servers", required_argument, nullptr, kServers},
@@ -166,6 +171,8 @@ Options parse(int argc, char** argv) {
       {"kmin-bytes", required_argument, nullptr, kKmin},   {"kmax-bytes", required_argument, nullptr, kKmax},
       {"pmax", required_argument, nullptr, kPmax},
       {"uplink-gbps", required_argument, nullptr, kUplink}, {"wake-lateness-us", required_argument, nullptr, kWakeLateness},
+      {"switch-stalls-per-s", required_argument, nullptr, kStallsPerSecond},
+      {"switch-stall-us", required_argument, nullptr, kStallLength},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, nullptr)) != -1) {
@@ -208,6 +215,8 @@ Options parse(int argc, char** argv) {
       case kPmax: o.pmax = number("--pmax", optarg, 0); break;
       case kUplink: o.uplink_gbps = number("--uplink-gbps", optarg, 0.001); break;
       case kWakeLateness: o.wake_lateness_us = number("--wake-lateness-us", optarg, 0); break;
+      case kStallsPerSecond: o.switch_stalls_per_s = number("--switch-stalls-per-s", optarg, 0); break;
+      case kStallLength: o.switch_stall_us = number("--switch-stall-us", optarg, 0); break;
       case kHelp:
       case 'h': usage(0);
       default: usage(2);
@@ -220,6 +229,10 @@ Options parse(int argc, char** argv) {
   if (o.fabric_gbps == 0) o.fabric_gbps = o.rate_gbps;
   if (o.uplink_gbps > 0 && o.topology != "star") {
     std::fprintf(stderr, "megascale-sim: --uplink-gbps is for the star topology\n");
+    std::exit(2);
+  }
+  if ((o.switch_stalls_per_s > 0) != (o.switch_stall_us > 0)) {
+    std::fprintf(stderr, "megascale-sim: --switch-stalls-per-s and --switch-stall-us go together, both above 0\n");
     std::exit(2);
   }
   if ((o.kmin_bytes > 0 || o.kmax_bytes > 0) && (o.kmax_bytes <= o.kmin_bytes || o.pmax > 1)) {
@@ -326,6 +339,8 @@ NetworkParams paramsFor(const Options& o, const std::string& control) {
   params.unit_packets = o.unit_packets;
   params.mtu_payload = o.mtu_bytes;
   params.wake_lateness = static_cast<Picoseconds>(o.wake_lateness_us * kMicrosecond);
+  params.switch_stalls_per_second = o.switch_stalls_per_s;
+  params.switch_stall_mean = static_cast<Picoseconds>(o.switch_stall_us * kMicrosecond);
   if (control.rfind("udp-", 0) == 0) {  // the transport's timer, not a NIC's: a 1 ms floor, not 100 us
     const transport::UdpOptions udp;
     params.give_up_after = udp.give_up_ms * kMillisecond;

@@ -126,8 +126,11 @@ void Port::startNext() {
     ++stats.drops;
     return;
   }
-  p.tail_at = done + delay_;
-  net_.events().schedule(peer->is_host ? p.tail_at : head + delay_, this, kArrive, net_.park(p));
+  // A stalled process sends, when it runs again, what was due meanwhile (asked at the start, whose time never
+  // runs back; a stall that begins during the frame's serialization is missed).
+  const Picoseconds held = std::max<Picoseconds>(0, owner_.sendsAt(now) - done);
+  p.tail_at = done + held + delay_;
+  net_.events().schedule(peer->is_host ? p.tail_at : head + held + delay_, this, kArrive, net_.park(p));
 }
 
 void Port::onEvent(int kind, uint64_t arg) {
@@ -141,6 +144,11 @@ void Port::onEvent(int kind, uint64_t arg) {
 }
 
 // ---------------------------------------------------------------------------------------------- switches
+
+Switch::Switch(Network& net, uint64_t salt) : net_(net), salt_(salt) {
+  const NetworkParams& params = net.params();
+  if (params.switch_stalls_per_second > 0) stalls_.emplace(params.switch_stalls_per_second, params.switch_stall_mean, salt);
+}
 
 void Switch::sendPfc(int port, PacketKind kind) {
   Packet frame;

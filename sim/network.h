@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "congestion/rto_estimator.h"
 #include "congestion/selective_repeat.h"
 #include "sim/event_queue.h"
+#include "sim/process_stalls.h"
 
 namespace megascale::sim {
 
@@ -108,6 +110,8 @@ class Node {
   virtual void onPortIdle(int) {}
   /// A data packet left one of this node's queues for the wire.
   virtual void onDataDequeued(const Packet&) {}
+  /// When a packet this node would put on a wire at `t` goes: later only for a node that is a stalling process.
+  virtual Picoseconds sendsAt(Picoseconds t) { return t; }
   std::vector<std::unique_ptr<Port>> ports;
   int id = 0;
   bool is_host = false;
@@ -115,9 +119,10 @@ class Node {
 
 class Switch : public Node {
  public:
-  Switch(Network& net, uint64_t salt) : net_(net), salt_(salt) {}
+  Switch(Network& net, uint64_t salt);
   void receive(const Packet& p, int in_port) override;
   void onDataDequeued(const Packet& p) override;
+  Picoseconds sendsAt(Picoseconds t) override { return stalls_ ? stalls_->actsAt(t) : t; }
   /// The ports on a shortest path to host `dst` (empty when unreachable).
   const std::vector<int>& route(int dst) const { return route_lists_[route_of_[static_cast<size_t>(dst)]]; }
   /// Sets a destination's ports; destinations with the same ports share one list (all hosts behind one remote
@@ -135,6 +140,7 @@ class Switch : public Node {
   std::map<std::vector<int>, uint32_t> route_index_;  // route_lists_ by content
   std::vector<uint64_t> ingress_bytes_;  // PFC: data bytes queued here per ingress port
   std::vector<bool> pausing_;            // PFC: ingress ports whose upstream we have paused
+  std::optional<ProcessStalls> stalls_;  // a software switch's (NetworkParams::switch_stalls_per_second)
 };
 
 struct FlowResult {
@@ -198,6 +204,11 @@ struct NetworkParams {
   /// between 0 and twice this, and the sender catches up as that transport does (congestion/software_pacing.h).
   /// 0: a NIC's exact pacing.
   Picoseconds wake_lateness = 0;
+  /// Switches that are processes (the test bed's): they stall this many times a second on average, each stall
+  /// this long on average (sim/process_stalls.h), and what they would have sent meanwhile leaves when it ends.
+  /// 0: a hardware switch's, never.
+  double switch_stalls_per_second = 0;
+  Picoseconds switch_stall_mean = 0;
 };
 
 class Network {

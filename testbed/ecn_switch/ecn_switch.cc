@@ -40,7 +40,7 @@ EcnSwitch::EcnSwitch(const SwitchOptions& options) : sample_ns_(options.sample_n
   if (!options.queue_log.empty()) {
     log_ = std::fopen(options.queue_log.c_str(), "w");
     if (log_ == nullptr) throw std::runtime_error("ecn switch: queue log " + options.queue_log + ": " + std::strerror(errno));
-    std::fprintf(log_, "time_s,port,queue_bytes,peak_queue_bytes,bytes,marks,drops\n");
+    std::fprintf(log_, "time_s,port,queue_bytes,peak_queue_bytes,bytes,marks,drops,stalls,stalled_us\n");
   }
   // A frame of 9000 bytes takes 72 us at 1 Gbit/s: the kernel's default 50 us timer slack would be most of it.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -75,16 +75,36 @@ void EcnSwitch::receive(const std::vector<size_t>& readable, int64_t now_ns) {
   std::stable_sort(arrivals.begin(), arrivals.end(),
                    [](const auto& a, const auto& b) { return a.first.arrived_ns < b.first.arrived_ns; });
   for (auto& [r, in] : arrivals) {
-    transmitDue(r.arrived_ns);
+    transmitDue(r.arrived_ns, now_ns);
     forward(std::move(r.frame), in, r.arrived_ns);
   }
 }
 
-void EcnSwitch::transmitDue(int64_t now_ns) {
+void EcnSwitch::transmitDue(int64_t due_ns, int64_t real_ns) {
   for (Port& port : ports_) {
-    while (auto frame = port.queue.pop(now_ns)) {
+    while (true) {
+      const int64_t departure = port.queue.nextDeparture();
+      auto frame = port.queue.pop(due_ns);
+      if (!frame) break;
       if (!port.socket->send(*frame)) ++port.send_failures;
+      port.wake_lateness_ns = std::max(port.wake_lateness_ns, real_ns - departure);
     }
+  }
+}
+
+void EcnSwitch::countStalls() {
+  for (Port& port : ports_) {
+    if (port.wake_lateness_ns <= kStallNs) {
+      port.stall_ns = 0;
+    } else if (port.stall_ns == 0) {
+      ++port.stalls;
+      port.stall_ns = port.wake_lateness_ns;
+      port.stalled_ns += port.stall_ns;
+    } else if (port.wake_lateness_ns > port.stall_ns) {  // its backlog's older frames came in only now
+      port.stalled_ns += port.wake_lateness_ns - port.stall_ns;
+      port.stall_ns = port.wake_lateness_ns;
+    }
+    port.wake_lateness_ns = 0;
   }
 }
 
@@ -95,10 +115,11 @@ void EcnSwitch::sample(int64_t now_ns) {
     const uint64_t peak = port.queue.takeIntervalPeak();
     if (log_ != nullptr) {
       const EgressStats& s = port.queue.stats();
-      std::fprintf(log_, "%.6f,%s,%llu,%llu,%llu,%llu,%llu\n", static_cast<double>(now_ns - start_ns_) * 1e-9,
+      std::fprintf(log_, "%.6f,%s,%llu,%llu,%llu,%llu,%llu,%llu,%.0f\n", static_cast<double>(now_ns - start_ns_) * 1e-9,
                    port.socket->name().c_str(), static_cast<unsigned long long>(port.queue.dataQueueBytes()),
                    static_cast<unsigned long long>(peak), static_cast<unsigned long long>(s.bytes),
-                   static_cast<unsigned long long>(s.marks), static_cast<unsigned long long>(s.drops));
+                   static_cast<unsigned long long>(s.marks), static_cast<unsigned long long>(s.drops),
+                   static_cast<unsigned long long>(port.stalls), static_cast<double>(port.stalled_ns) * 1e-3);
     }
   }
   if (log_ != nullptr) std::fflush(log_);  // whoever reads it during a run sees every sample so far
@@ -111,8 +132,9 @@ void EcnSwitch::run(const std::atomic<bool>& stop) {
   start_ns_ = next_sample_ns_ = monotonicNs();
   while (!stop.load(std::memory_order_relaxed)) {
     int64_t now = monotonicNs();
-    transmitDue(now);
+    transmitDue(now, now);
     sample(now);
+    countStalls();
     int64_t wake = next_sample_ns_;
     for (const Port& port : ports_) wake = std::min(wake, port.queue.nextDeparture());
     const int64_t wait = std::max<int64_t>(0, wake - now);
@@ -134,11 +156,13 @@ void EcnSwitch::printSummary(std::FILE* out) {
   for (Port& port : ports_) {
     const EgressStats& s = port.queue.stats();
     std::fprintf(out, "port %s frames=%llu bytes=%llu marks=%llu drops=%llu peak_queue_bytes=%llu socket_drops=%llu "
-                 "cable_drops=%llu\n", port.socket->name().c_str(), static_cast<unsigned long long>(s.frames),
+                 "cable_drops=%llu stalls=%llu stalled_us=%.0f\n", port.socket->name().c_str(),
+                 static_cast<unsigned long long>(s.frames),
                  static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.marks),
                  static_cast<unsigned long long>(s.drops), static_cast<unsigned long long>(s.peak_queue_bytes),
                  static_cast<unsigned long long>(port.socket->socketDrops()),
-                 static_cast<unsigned long long>(port.send_failures));
+                 static_cast<unsigned long long>(port.send_failures),
+                 static_cast<unsigned long long>(port.stalls), static_cast<double>(port.stalled_ns) * 1e-3);
   }
   std::fflush(out);
 }

@@ -27,7 +27,12 @@ class EcnSwitch {
 
   /// Forwards until `stop` is set; throws when a port fails (its interface was deleted).
   void run(const std::atomic<bool>& stop);
-  /// One line per port: frames, bytes, marks, drops, peak queue, frames lost at the socket or the cable.
+  /// A wake-up that sends a frame later than its wire time by more than this ends a stall of the process (a
+  /// timer fires tens of microseconds late; a descheduled process runs again milliseconds later).
+  static constexpr int64_t kStallNs = 200'000;
+
+  /// One line per port: frames, bytes, marks, drops, peak queue, frames lost at the socket or the cable, the
+  /// stalls the port saw and their length in all.
   void printSummary(std::FILE* out);
 
  private:
@@ -35,11 +40,22 @@ class EcnSwitch {
     std::unique_ptr<PacketPort> socket;
     EgressQueue queue;
     uint64_t send_failures = 0;
+    // The stalls this port saw: a stall ends at a wake-up of the process that sends a frame later than its wire
+    // time by more than a timer's lateness (kStallNs), lasts as long as that frame was late, and holds the wake-ups
+    // after it that are still that late (they catch up on its backlog). What the simulator's switch stalls stand
+    // for (sim/process_stalls.h).
+    int64_t wake_lateness_ns = 0;  // this wake-up's latest frame so far
+    int64_t stall_ns = 0;          // the stall being caught up on (0: none)
+    uint64_t stalls = 0;
+    int64_t stalled_ns = 0;
   };
   void receive(const std::vector<size_t>& readable_ports, int64_t now_ns);
   void forward(Frame frame, size_t in, int64_t now_ns);
-  void transmitDue(int64_t now_ns);
+  /// Sends the frames due by `due_ns` (a replayed arrival's time, or now), at `real_ns`, the clock's time now.
+  void transmitDue(int64_t due_ns, int64_t real_ns);
   void sample(int64_t now_ns);
+  /// Before the process waits again: what this wake-up sent late ends a stall.
+  void countStalls();
 
   std::vector<Port> ports_;
   std::unordered_map<uint64_t, size_t> port_of_address_;  // learned from source addresses

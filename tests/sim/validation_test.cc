@@ -230,5 +230,41 @@ TEST(SimValidation, ASoftwareSendersStartingBurstStandsInTheQueueANicsDoesNot) {
   EXPECT_LE(software, (2 + congestion::SoftwarePacing::kCatchUpPackets) * kPacket);
 }
 
+// A window of eight packets and no other control: throughput is the window over the round trip.
+class FixedWindow : public congestion::LineRate {
+ public:
+  FixedWindow() : LineRate(500e6) {}
+  double windowPackets() const override { return 8; }
+};
+
+// The test bed's switch is a process that stalls now and then (bench/udp_vs_sim.sh measures how often and how
+// long): modelled, what it would have sent meanwhile leaves in order when it runs again, so nothing is resent,
+// and a window-limited sender, its acknowledgements held up too, loses the time.
+FlowResult flowThroughASwitchThatStalls(double stalls_per_second) {
+  NetworkParams params;
+  params.mtu_payload = 8916;
+  params.switch_stalls_per_second = stalls_per_second;
+  params.switch_stall_mean = 2 * kMillisecond;
+  params.rto.min = 100 * kMillisecond;  // the stalls, not the timer, are under test
+  Network net(params);
+  LinkSpec links;
+  links.host_bps = 500e6;
+  links.delay = 18 * kMicrosecond;
+  buildStar(net, 2, links);
+  net.addFlow(1, 0, 8'000'000, 0, [] { return std::make_unique<FixedWindow>(); });
+  EXPECT_TRUE(net.run(10 * kSecond));
+  return net.results()[0];
+}
+
+TEST(SimValidation, ASwitchThatStallsDeliversInOrderWhenItRunsAgainAndAWindowLimitedFlowLosesTheTime) {
+  const FlowResult steady = flowThroughASwitchThatStalls(0);
+  const FlowResult stalled = flowThroughASwitchThatStalls(50);  // 10% of the time, 2 ms at a time
+  EXPECT_EQ(steady.retransmissions, 0u);
+  EXPECT_EQ(stalled.retransmissions, 0u);
+  const double slower = static_cast<double>(stalled.finish) / static_cast<double>(steady.finish);
+  EXPECT_GT(slower, 1.03);  // the link idles through most of each stall
+  EXPECT_LT(slower, 1.15);  // and no more than the stalls themselves
+}
+
 }  // namespace
 }  // namespace megascale::sim

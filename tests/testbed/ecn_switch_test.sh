@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The emulated ECN-marking switch between namespaces (testbed/ecn_switch, switch_up): it forwards (ARP and UDP, to
 # the right host only), holds its rate, marks ECN-capable traffic CE once its queue passes K_min, leaves the rest
-# unmarked, drops at its buffer, records its queue; link_loss drops its share at random. Needs root (77: skip).
+# unmarked, drops at its buffer, records its queue and its own stalls; link_loss drops its share at random. Needs
+# root (77: skip).
 # usage: ecn_switch_test.sh SWITCH_BINARY
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,6 +43,25 @@ between "share marked CE with the queue at its buffer" "$(awk -v m="$marked" -v 
 line=$(run 200 1 0x00)
 between "Not-ECT datagrams marked" "$(field ce "$line")" 0 0
 
+# A stalled switch (SIGSTOP: a process descheduled): what came in meanwhile leaves when it runs again, nothing
+# lost, and the port that had frames due counts the stall, about as long as it was (a busy machine deschedules
+# the switch for a millisecond or two now and then: those count too).
+stall_counts() { awk -F, '$2 ~ /p1r0/ { n = $8; us = $9 } END { print n + 0, us + 0 }' "$work/queue.csv"; }
+read -r stalls_before stalled_before < <(stall_counts)
+run 10 2 0x00 > "$work/stalled_run" &
+sleep 1.3  # the receiver's start, then a second of sending
+kill -STOP "$EMU_SWITCH_PID_0"
+sleep 0.05
+kill -CONT "$EMU_SWITCH_PID_0"
+wait $!
+port=$((port + 1))
+line=$(cat "$work/stalled_run")
+between "datagrams lost across a 50 ms stall of the switch" "$(($(field sent "$line") - $(field got "$line")))" 0 0
+sleep 0.02  # the next queue sample has the counts
+read -r stalls_after stalled_after < <(stall_counts)
+between "stalls counted" "$((stalls_after - stalls_before))" 1 100
+between "their length in all (us)" "$((stalled_after - stalled_before))" 45000 200000
+
 switch_down 0
 summary=$(cat "$EMU_SWITCH_OUT.0")
 echo "$summary"
@@ -50,7 +70,7 @@ between "frames dropped at host 1's port" "$(field drops= "${to_host1//=/= }")" 
 between "peak queue at host 1's port (bytes: the 300 KB buffer and the frame on the wire)" "$(field peak_queue_bytes= "${to_host1//=/= }")" 200000 310000
 between "bytes switched to host 2, which nobody addressed" "$(field bytes= "${to_host2//=/= }")" 0 5000
 between "frames the switch lost at its sockets" "$(field socket_drops= "${to_host1//=/= }")" 0 0
-between "queue samples recorded" "$(grep -c p1r0 "$work/queue.csv")" 200 2000
+between "queue samples recorded" "$(grep -c p1r0 "$work/queue.csv")" 200 3000
 between "largest queue sample (bytes)" "$(awk -F, '$2 ~ /p1r0/ && $4 > m { m = $4 } END { print m }' "$work/queue.csv")" 200000 310000
 
 # Random loss by nftables on a plain bridge: about the share asked for.
