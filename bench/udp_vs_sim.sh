@@ -110,6 +110,7 @@ simulate() {  # simulate LAW HOSTS LATE_US STALLS_PER_S STALL_US: the flows of $
     awk '$1 ~ /^udp-/ { printf "%.2f %d ", $6 / 1000, $7 }'
   tail -n +2 "$tmp/simq-udp-$1.csv" | cut -d, -f2 | busy_mean
 }
+sim_flow_times() { tail -n +2 "$tmp/sim_flows.csv" | cut -d, -f6 | awk '{ print $1 / 1000 }' | sort -n | ms_list; }
 ms_list() { awk '{ printf "%s%.0f", (NR > 1 ? ", " : ""), $1 }'; }  # numbers on stdin, one a line: "a, b, c"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), (b > 0 ? a / b : 0) }'; }
 for law in $LAWS; do
@@ -128,7 +129,13 @@ for law in $LAWS; do
     if [ "$scenario" = incast ]; then
       echo "#   its senders started at $(sort -n -k4 "$tmp/flows" | awk '{ printf "%s%d", (NR > 1 ? ", " : ""), $4 }') us;" \
         "each flow's time, test bed: $(ms_list < "$tmp/bed_fcts") ms," \
-        "simulator: $(tail -n +2 "$tmp/sim_flows.csv" | cut -d, -f6 | awk '{ print $1 / 1000 }' | sort -n | ms_list) ms"
+        "simulator: $(sim_flow_times) ms"
+    fi
+    if [ "$SWITCH_STALLS" != 0 ]; then  # the simulator before it modelled the switch's stalls, for comparison
+      read -r still_ms still_queue still_mean < <(simulate "$law" "$(($(wc -l < "$tmp/flows") + 1))" "$late_us" 0.0 0)
+      echo "#   a simulated switch that never stalls: $still_ms ms ($(ratio "$bed_ms" "$still_ms")), peak $still_queue B" \
+        "($(ratio "$bed_queue" "$still_queue")), mean $still_mean B ($(ratio "$bed_mean" "$still_mean"))$(
+        [ "$scenario" = incast ] && echo "; each flow's time: $(sim_flow_times) ms")"
     fi
   done
 done

@@ -21,8 +21,9 @@
 #                        replace RAIL's bridge with the emulated ECN-marking switch (testbed/ecn_switch,
 #                        $EMU_SWITCH_BIN): every output port sends at RATE through a queue that marks CE (RED,
 #                        --kmin/--kmax/--pmax) and drops at its tail (--buffer); --queue-log FILE records each
-#                        port's queue every --sample-us. ARGS go to megascale-ecn-switch. The hosts' NICs on the
-#                        rail send plain frames (no segmentation or checksum offload), as a real NIC's wire does
+#                        port's queue, and the stalls of the switch process it saw, every --sample-us. ARGS
+#                        go to megascale-ecn-switch. The hosts' NICs on the rail send plain frames (no
+#                        segmentation or checksum offload), as a real NIC's wire does
 #   switch_down RAIL     stop RAIL's switch (its per-port summary goes to $EMU_SWITCH_OUT.RAIL) and give the
 #                        rail its bridge back
 #   link_loss I RAIL PERCENT
