@@ -243,6 +243,9 @@ void Host::trySend() {
     Network::Flow& f = net_.flow(id);
     if (!f.hasDataToSend()) continue;
     if (f.in_flight >= std::max(1.0, f.control->windowPackets())) continue;  // wait for an ACK
+    if (software && f.paced_packets > 0) {
+      f.next_send = congestion::SoftwarePacing::reconsidered(f.next_send, f.paced_from, f.pacingGap());
+    }
     if (software ? !congestion::SoftwarePacing::due(f.next_send, now) : f.next_send > now) {
       earliest = std::min(earliest, software ? f.next_send - congestion::SoftwarePacing::kSlack : f.next_send);
       continue;
@@ -269,8 +272,11 @@ void Host::trySend() {
     const uint32_t packets = net_.packetsIn(payload);
     f.in_flight += packets;
     f.reliability.onSend(seq, now);
-    const Picoseconds gap = packets * f.control->pacingGap(p.wire_bytes / packets);
-    f.next_send = software ? congestion::SoftwarePacing::after(f.next_send, now, gap) : now + gap;
+    f.paced_wire = p.wire_bytes / packets;
+    f.paced_packets = packets;
+    const Picoseconds gap = f.pacingGap();
+    f.paced_from = software ? congestion::SoftwarePacing::from(f.next_send, now, gap) : now;
+    f.next_send = f.paced_from + gap;
     f.control->onSent(now, p.wire_bytes);
     armTimer(id);
     armRetransmitTimer(id);

@@ -271,6 +271,11 @@ class Network {
     uint64_t next_seq = 0;         // the first packet never sent
     uint32_t in_flight = 0;        // packets (not units) sent and neither acknowledged nor declared lost
     Picoseconds next_send = 0;
+    Picoseconds paced_from = 0;     // the gap before next_send counts from here; it follows
+    uint32_t paced_packets = 0;     // a unit of this many packets (0: none sent yet)
+    uint32_t paced_wire = 0;        // of this many bytes each on the wire
+    /// The gap after that unit, as the law sets it now (a software host's sender goes by it: SoftwarePacing).
+    Picoseconds pacingGap() const { return paced_packets * control->pacingGap(paced_wire); }
     Picoseconds timer_armed = kNever;       // the control's timer
     Picoseconds retransmit_armed = kNever;  // the retransmit timer
     congestion::SelectiveRepeat reliability;

@@ -1,5 +1,6 @@
-// The pacing rule of a software sender (congestion/software_pacing.h): early by at most the slack, and a late
-// wake-up made up for by a burst of at most kCatchUpPackets.
+// The pacing rule of a software sender (congestion/software_pacing.h): early by at most the slack, a late
+// wake-up made up for by a burst of at most kCatchUpPackets, and the gap the law sets now, not when the last
+// packet left.
 #include "congestion/software_pacing.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,19 @@ TEST(SoftwarePacing, ALateWakeUpBuysABurstOfAtMostTheCatchUpPackets) {
   }
   EXPECT_EQ(burst, 1 + SoftwarePacing::kCatchUpPackets);
   EXPECT_EQ(next, now + kGap);
+}
+
+// A window far below one packet paces one packet a round trip over the window (300 ms); once the law allows the
+// line rate again, the next packet is one line-rate gap after the last, not 300 ms after it. A law that allows
+// less since does not hold back a packet already due.
+TEST(SoftwarePacing, TheNextPacketIsDueOneGapAsTheLawSetsItNowAfterTheLast) {
+  const Picoseconds sent = 1000 * kMicrosecond, starved = 300 * kMillisecond;
+  const Picoseconds from = SoftwarePacing::from(sent, sent, starved);
+  EXPECT_EQ(from, sent);
+  const Picoseconds next = from + starved;
+  EXPECT_EQ(SoftwarePacing::reconsidered(next, from, kGap), sent + kGap);
+  EXPECT_EQ(SoftwarePacing::reconsidered(next, from, starved), next);
+  EXPECT_EQ(SoftwarePacing::reconsidered(sent + kGap, from, starved), sent + kGap);
 }
 
 }  // namespace

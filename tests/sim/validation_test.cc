@@ -11,6 +11,7 @@
 #include "congestion/line_rate.h"
 #include "congestion/software_pacing.h"
 #include "congestion/swift.h"
+#include "congestion/starved_law.h"
 #include "sim/topology.h"
 
 namespace megascale::sim {
@@ -264,6 +265,26 @@ TEST(SimValidation, ASwitchThatStallsDeliversInOrderWhenItRunsAgainAndAWindowLim
   const double slower = static_cast<double>(stalled.finish) / static_cast<double>(steady.finish);
   EXPECT_GT(slower, 1.03);  // the link idles through most of each stall
   EXPECT_LT(slower, 1.15);  // and no more than the stalls themselves
+}
+
+// A software host's sender goes by the gap its law sets now, not the one it set when the last packet left: a
+// law starved to one packet in 100 ms that opens at its fifth acknowledgement sends the rest at the line rate at
+// once (128 packets at 500 Mbit/s: 18 ms), not after 100 ms of the old gap. (The first five go on the credit a
+// software sender starts with: SoftwarePacing's catch-up is four gaps.)
+TEST(SimValidation, ASoftwareSenderGoesByThePacingGapItsLawSetsNow) {
+  NetworkParams params;
+  params.mtu_payload = 8916;
+  params.wake_lateness = 30 * kMicrosecond;
+  Network net(params);
+  LinkSpec links;
+  links.host_bps = 500e6;
+  links.delay = 18 * kMicrosecond;
+  buildStar(net, 2, links);
+  net.addFlow(1, 0, 128 * 8916, 0,
+              [] { return std::make_unique<testing::StarvedLaw>(500e6, 100 * kMillisecond, 5); });
+  ASSERT_TRUE(net.run(1 * kSecond));
+  EXPECT_LT(net.results()[0].finish, 25 * kMillisecond);
+  EXPECT_GT(net.results()[0].finish, 18 * kMillisecond);
 }
 
 }  // namespace

@@ -238,6 +238,10 @@ void UdpSender::sendProbe(int path, Picoseconds now) {
   (void)out_.send(paths_.localFlow(path), paths_.remote(path), &h, sizeof(h), nullptr, 0);
 }
 
+Picoseconds UdpSender::gapFor(uint32_t wire_bytes) const {
+  return std::max(control_->pacingGap(wire_bytes), serializationTime(wire_bytes, setup_.line_bps));
+}
+
 Picoseconds UdpSender::step(Picoseconds now) {
   if (!error_.isOk()) return kNever;
   if (control_->nextTimer() <= now) control_->onTimer(now);
@@ -254,6 +258,9 @@ Picoseconds UdpSender::step(Picoseconds now) {
     wake_lateness_total_ += now - paced_wake_;
   }
   paced_wake_ = kNever;
+  if (paced_wire_ > 0) {
+    next_send_ = congestion::SoftwarePacing::reconsidered(next_send_, paced_from_, gapFor(paced_wire_));
+  }
   bool blocked = false, paced = false;
   while (true) {
     while (!resend_.empty()) {
@@ -283,10 +290,10 @@ Picoseconds UdpSender::step(Picoseconds now) {
     if (!resend_.empty() && resend_.front() == seq) resend_.pop_front();
     // IP and UDP headers, and Ethernet's framing (header, FCS, preamble, gap): paced at the line rate on fewer
     // bytes than the wire carries, a flow outruns its own link and keeps a queue standing.
-    const uint64_t wire = find(seq)->bytes + udp_wire::kDataHeaderBytes + 28 + 38;
-    const Picoseconds gap = std::max(control_->pacingGap(static_cast<uint32_t>(wire)),
-                                     serializationTime(wire, setup_.line_bps));
-    next_send_ = congestion::SoftwarePacing::after(next_send_, now, gap);
+    paced_wire_ = static_cast<uint32_t>(find(seq)->bytes + udp_wire::kDataHeaderBytes + 28 + 38);
+    const Picoseconds gap = gapFor(paced_wire_);
+    paced_from_ = congestion::SoftwarePacing::from(next_send_, now, gap);
+    next_send_ = paced_from_ + gap;
   }
 
   // The receiver holds so much that nothing may leave, and nothing in flight will bring the ack that says it

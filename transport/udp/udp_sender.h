@@ -97,6 +97,8 @@ class UdpSender : public UdpHalf {
   void queueResend(uint64_t seq);
   /// Sends packet `seq` (new or again) on a path; false when the socket buffer is full.
   bool transmit(uint64_t seq, Picoseconds now);
+  /// The pacing gap after a packet this long on the wire: the law's, never shorter than the line rate's.
+  Picoseconds gapFor(uint32_t wire_bytes) const;
   /// The next new packet's sequence number, cutting it from the queued messages; false when none is left.
   bool cutNext();
   void checkTimeouts(Picoseconds now);
@@ -132,6 +134,8 @@ class UdpSender : public UdpHalf {
   Picoseconds next_path_check_ = 0;
   Picoseconds window_probe_at_ = kNever;
   Picoseconds paced_wake_ = kNever;  // the wake-up step() last asked for to send a paced packet
+  Picoseconds paced_from_ = 0;       // the gap before next_send_ counts from here,
+  uint32_t paced_wire_ = 0;          // and is the law's for a packet this long on the wire (0: none sent yet)
   Picoseconds wake_lateness_total_ = 0;
   uint64_t paced_wakeups_ = 0;
   uint64_t probe_seq_ = 0;

@@ -4,11 +4,13 @@
 // error, the receiver's memory held to the window, and hostile datagrams dropped.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "congestion/starved_law.h"
 #include "congestion/swift.h"
 #include "transport/udp/lossy_wire.h"
 #include "transport/udp/udp_congestion.h"
@@ -40,6 +42,7 @@ struct Options {
   size_t window_bytes = 8 << 20;
   Picoseconds give_up = 5 * kSecond;
   Picoseconds path_down = 20 * kMillisecond;
+  std::function<std::unique_ptr<congestion::SenderControl>()> control;  // instead of law's, when set
 };
 
 // A sender and a receiver joined by a LossyWire.
@@ -55,7 +58,8 @@ class Connection {
     s.rto_min = kMillisecond;
     s.give_up_after = o.give_up;
     UdpControlSetup c{o.law, o.line_bps, s.payload_bytes + udp_wire::kDataHeaderBytes, o.window_bytes, 0};
-    sender = std::make_unique<UdpSender>(s, UdpPaths(o.flows, endpoints(o.flows), o.path_down), makeUdpControl(c),
+    sender = std::make_unique<UdpSender>(s, UdpPaths(o.flows, endpoints(o.flows), o.path_down),
+                                         o.control ? o.control() : makeUdpControl(c),
                                          wire.end(0), [this] { ++notified; });
     UdpReceiverSetup r;
     r.remote_connection = 1;
@@ -296,6 +300,21 @@ TEST(UdpConnection, ADelaySpikeCostsAProbeNotATimeout) {
   c.expectExact();
   EXPECT_GT(c.sender->probes(), 0u) << "the spike outlasted the RTO";
   EXPECT_EQ(c.sender->timeouts(), 0u);
+}
+
+// The sender goes by the pacing gap its law sets now, not the one it set when the last packet left: a law
+// starved to one packet in 100 ms that opens at the first acknowledgement gets the rest of a 1 MiB message out
+// at the line rate at once, not 100 ms later.
+TEST(UdpConnection, TheNextPacketGoesByThePacingGapTheLawSetsNow) {
+  Options o;
+  o.flows = 1;
+  o.control = [] { return std::make_unique<megascale::testing::StarvedLaw>(10e9, 100 * kMillisecond, 1); };
+  Connection c(13, o);
+  c.wire.jitter = 0;
+  c.exchange({1 << 20}, 5);
+  c.postReceives();
+  EXPECT_TRUE(c.wire.runUntil([&] { return c.allDone(); }, 20 * kMillisecond));
+  c.expectExact();
 }
 
 // A lost tail - the last packets of a message, no later one to reveal them by SACK - is recovered by the probe
