@@ -21,22 +21,30 @@ bool EgressQueue::push(Frame frame, int64_t now_ns) {
     return true;
   }
   const uint64_t bytes = frame.size() + kWireOverhead;
-  // The frame on the wire has left the buffer; the one at the head of an idle wire is about to.
-  const uint64_t waiting = data_.empty() ? 0 : data_bytes_ - (data_.front().frame.size() + kWireOverhead);
-  if (waiting + bytes > config_.buffer_bytes) {
+  const bool wire_busy = !data_.empty();
+  if (waitingBytes() + bytes > config_.buffer_bytes) {
     ++stats_.drops;
     return false;
   }
   data_.push_back({std::move(frame), now_ns});
   data_bytes_ += bytes;
-  stats_.peak_queue_bytes = std::max(stats_.peak_queue_bytes, data_bytes_);
-  interval_peak_ = std::max(interval_peak_, data_bytes_);
+  // A frame that finds the wire idle counts until it goes on it, as one that arrives at an idle simulated port
+  // does.
+  const uint64_t queued = wire_busy ? waitingBytes() : bytes;
+  stats_.peak_queue_bytes = std::max(stats_.peak_queue_bytes, queued);
+  interval_peak_ = std::max(interval_peak_, queued);
   return true;
+}
+
+// The head of the data queue is on the wire (or about to be: the wire is idle when it arrives); it stays in
+// data_bytes_ until its last bit has left, but it has left the buffer.
+uint64_t EgressQueue::waitingBytes() const {
+  return data_.empty() ? 0 : data_bytes_ - (data_.front().frame.size() + kWireOverhead);
 }
 
 uint64_t EgressQueue::takeIntervalPeak() {
   const uint64_t peak = interval_peak_;
-  interval_peak_ = data_bytes_;
+  interval_peak_ = waitingBytes();
   return peak;
 }
 

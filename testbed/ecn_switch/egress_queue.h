@@ -27,7 +27,7 @@ struct EgressConfig {
 struct EgressStats {
   uint64_t frames = 0, bytes = 0;  // sent, data and control (bytes as on the wire, overhead included)
   uint64_t marks = 0, drops = 0;   // data frames marked CE, data frames refused by a full buffer
-  uint64_t peak_queue_bytes = 0;   // the data queue's largest, ever
+  uint64_t peak_queue_bytes = 0;   // the data queue's largest, ever (dataQueueBytes)
 };
 
 class EgressQueue {
@@ -46,7 +46,8 @@ class EgressQueue {
   /// When pop will next return a frame; INT64_MAX while both queues are empty.
   int64_t nextDeparture() const;
 
-  uint64_t dataQueueBytes() const { return data_bytes_; }
+  /// The data frames waiting, the one on the wire not counted (the simulator's ports count their queues so).
+  uint64_t dataQueueBytes() const { return waitingBytes(); }
   /// The data queue's largest since the last call (or since it was made); the next interval starts from its
   /// length now. The queue only grows in push, so that is where its peak is kept.
   uint64_t takeIntervalPeak();
@@ -60,11 +61,12 @@ class EgressQueue {
   int64_t serialization(size_t frame_bytes) const;
   std::deque<Queued>* headQueue();
   const std::deque<Queued>* headQueue() const;
+  uint64_t waitingBytes() const;
 
   EgressConfig config_;
   std::deque<Queued> control_, data_;
-  uint64_t data_bytes_ = 0;  // bytes of the data frames waiting (the one on the wire excluded)
-  uint64_t interval_peak_ = 0;  // data_bytes_'s largest since takeIntervalPeak
+  uint64_t data_bytes_ = 0;  // bytes of the data frames in the queue, the one on the wire included
+  uint64_t interval_peak_ = 0;  // dataQueueBytes' largest since takeIntervalPeak
   int64_t wire_free_ns_ = 0;  // when the last frame sent finished
   std::mt19937_64 random_;
   std::uniform_real_distribution<double> uniform_{0.0, 1.0};
