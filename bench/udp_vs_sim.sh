@@ -60,7 +60,8 @@ transfer() {
   sleep 0.01
   local fct
   fct=$(cat "${@/#/$tmp/sender}" | awk '{ for (i = 1; i < NF; i++) if ($i == "fct_ms" && $(i + 1) > m) m = $(i + 1) } END { print m }')
-  cat "${@/#/$tmp/sender}" | awk '{ for (i = 1; i < NF; i++) if ($i == "fct_ms") print $(i + 1) }' | sort -n > "$tmp/bed_fcts"
+  cat "${@/#/$tmp/sender}" | awk '{ for (i = 1; i < NF; i++) if ($i == "fct_ms") print $(i + 1) }' |
+    sort -n > "$tmp/bed_fcts"
   cat "${@/#/$tmp/sender}" | awk -v bytes="$((messages * size))" '{ for (i = 1; i < NF; i++) if ($i == "started_us") s[$2] = $(i + 1) }
     END { for (f in s) if (first == "" || s[f] < first) first = s[f]; for (f in s) print f, 0, bytes, s[f] - first }' > "$tmp/flows"
   # How late the senders' pacing timers fired, on average (their connection summaries, MEGASCALE_DEBUG=2).
@@ -77,7 +78,10 @@ transfer() {
   stalls=$(awk -F, 'NR == 1 { t0 = $1; n0 = $8; us0 = $9 } { t = $1; n = $8; us = $9 }
     END { n -= n0; us -= us0; running = t - t0 - us / 1e6
           printf "%.1f %.0f", (running > 0 ? n / running : 0), (n > 0 ? us / n : 0) }' "$port_lines")
-  echo "$fct $(awk '$2 > m { m = $2 } END { print m + 0 }' "$port_samples") $late $(cut -d' ' -f1 "$port_samples" | busy_mean) $stalls"
+  local peak mean
+  peak=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$port_samples")
+  mean=$(cut -d' ' -f1 "$port_samples" | busy_mean)
+  echo "$fct $peak $late $mean $stalls"
 }
 # busy_mean: the mean of the queue samples on stdin (one a line) from the first non-empty one to the last: the
 # queue while the flows ran, a steadier figure than its peak.
@@ -92,8 +96,10 @@ rtt_us=$(awk -v t="$ping_ms" 'BEGIN { printf "%.0f", t * 1000 / 2000 }')
 delay_us=$(awk -v r="$rtt_us" 'BEGIN { printf "%.1f", r / 4 }')
 echo "# udp against megascale-sim: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); $(date -u +%F)"
 echo "# link $RATE, buffer $BUFFER B, ECN K_min $KMIN / K_max $KMAX B, $payload-byte packets; round trip $rtt_us us (simulator: $delay_us us per link)"
-echo "# the simulator's hosts: uplinks at $UPLINK_GBPS Gbit/s (the veths are not shaped), pacing timers as late as the test bed's were;"
-echo "# its switch: $([ "$SWITCH_STALLS" = 0 ] && echo "never stalls" || echo "stalls as often and as long as the test bed's did")"
+echo "# the simulator's hosts: uplinks at $UPLINK_GBPS Gbit/s (the veths are not shaped), pacing timers as late as" \
+  "the test bed's were;"
+[ "$SWITCH_STALLS" = 0 ] && switch_model="never stalls" || switch_model="stalls as often and as long as the test bed's did"
+echo "# its switch: $switch_model"
 printf "\n%-8s %-7s %8s %9s %9s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n" scenario law "late us" "stalls/s" "stall us" \
   "test bed ms" "simulator ms" \
   ratio "bed peak B" "sim peak B" ratio "bed mean B" "sim mean B" ratio
@@ -101,7 +107,9 @@ printf "\n%-8s %-7s %8s %9s %9s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n" sce
 simulate() {  # simulate LAW HOSTS LATE_US STALLS_PER_S STALL_US: the flows of $tmp/flows; prints the simulator's
   # max FCT (ms), peak queue and busy mean queue (bytes; sampled as the test bed's switch samples)
   local stalls=()
-  [ "$4" = 0.0 ] || [ "$5" = 0 ] || [ "$SWITCH_STALLS" = 0 ] || stalls=(--switch-stalls-per-s "$4" --switch-stall-us "$5")
+  if [ "$4" != 0.0 ] && [ "$5" != 0 ] && [ "$SWITCH_STALLS" != 0 ]; then
+    stalls=(--switch-stalls-per-s "$4" --switch-stall-us "$5")
+  fi
   "$sim" --topology star --hosts "$2" --rate-gbps "$(awk -v m="$rate_mbps" 'BEGIN { print m / 1000 }')" \
     --uplink-gbps "$UPLINK_GBPS" --wake-lateness-us "$3" "${stalls[@]}" \
     --delay-us "$delay_us" --mtu-bytes "$payload" --buffer-bytes "$BUFFER" --kmin-bytes "$KMIN" --kmax-bytes "$KMAX" \

@@ -147,7 +147,9 @@ void Port::onEvent(int kind, uint64_t arg) {
 
 Switch::Switch(Network& net, uint64_t salt) : net_(net), salt_(salt) {
   const NetworkParams& params = net.params();
-  if (params.switch_stalls_per_second > 0) stalls_.emplace(params.switch_stalls_per_second, params.switch_stall_mean, salt);
+  if (params.switch_stalls_per_second > 0) {
+    stalls_.emplace(params.switch_stalls_per_second, params.switch_stall_mean, salt);
+  }
 }
 
 void Switch::sendPfc(int port, PacketKind kind) {
