@@ -58,10 +58,10 @@ transfer() {
   for i in "${pids[@]}"; do wait "$i"; done
   wait "$receiver"
   sleep 0.01
-  local fct
-  fct=$(cat "${@/#/$tmp/sender}" | awk '{ for (i = 1; i < NF; i++) if ($i == "fct_ms" && $(i + 1) > m) m = $(i + 1) } END { print m }')
   cat "${@/#/$tmp/sender}" | awk '{ for (i = 1; i < NF; i++) if ($i == "fct_ms") print $(i + 1) }' |
     sort -n > "$tmp/bed_fcts"
+  local fct
+  fct=$(tail -n 1 "$tmp/bed_fcts")  # the slowest sender's
   cat "${@/#/$tmp/sender}" | awk -v bytes="$((messages * size))" '{ for (i = 1; i < NF; i++) if ($i == "started_us") s[$2] = $(i + 1) }
     END { for (f in s) if (first == "" || s[f] < first) first = s[f]; for (f in s) print f, 0, bytes, s[f] - first }' > "$tmp/flows"
   # How late the senders' pacing timers fired, on average (their connection summaries, MEGASCALE_DEBUG=2).
@@ -124,12 +124,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), (b >
 for law in $LAWS; do
   for scenario in single incast; do
     if [ "$scenario" = single ]; then
+      hosts=2
       read -r bed_ms bed_queue late_us bed_mean stalls_per_s stall_us < <(transfer "$law" "$SINGLE_MB" 1048576 1)
-      read -r sim_ms sim_queue sim_mean < <(simulate "$law" 2 "$late_us" "$stalls_per_s" "$stall_us")
     else
+      hosts=5
       read -r bed_ms bed_queue late_us bed_mean stalls_per_s stall_us < <(transfer "$law" "$INCAST_MB" 1048576 1 2 3 4)
-      read -r sim_ms sim_queue sim_mean < <(simulate "$law" 5 "$late_us" "$stalls_per_s" "$stall_us")
     fi
+    read -r sim_ms sim_queue sim_mean < <(simulate "$law" "$hosts" "$late_us" "$stalls_per_s" "$stall_us")
     printf "%-8s %-7s %8s %9s %9s %12s %12s %6s %11s %11s %6s %11s %11s %6s\n" "$scenario" "$law" "$late_us" \
       "$stalls_per_s" "$stall_us" "$bed_ms" "$sim_ms" \
       "$(ratio "$bed_ms" "$sim_ms")" "$bed_queue" "$sim_queue" "$(ratio "$bed_queue" "$sim_queue")" \
@@ -140,7 +141,7 @@ for law in $LAWS; do
         "simulator: $(sim_flow_times) ms"
     fi
     if [ "$SWITCH_STALLS" != 0 ]; then  # the simulator before it modelled the switch's stalls, for comparison
-      read -r still_ms still_queue still_mean < <(simulate "$law" "$(($(wc -l < "$tmp/flows") + 1))" "$late_us" 0.0 0)
+      read -r still_ms still_queue still_mean < <(simulate "$law" "$hosts" "$late_us" 0.0 0)
       echo "#   a simulated switch that never stalls: $still_ms ms ($(ratio "$bed_ms" "$still_ms")), peak $still_queue B" \
         "($(ratio "$bed_queue" "$still_queue")), mean $still_mean B ($(ratio "$bed_mean" "$still_mean"))$(
         [ "$scenario" = incast ] && echo "; each flow's time: $(sim_flow_times) ms")"

@@ -18,12 +18,9 @@ void SelectiveRepeat::onSend(uint64_t seq, Picoseconds now, uint16_t lane) {
   p.sent_at = now;
   ++p.transmissions;
   p.fast_retransmitted = false;
-  if (lane >= lane_sent_.size()) {
-    lane_sent_.resize(lane + 1u, 0);
-    lane_overtaking_.resize(lane + 1u, 0);
-  }
+  if (lane >= lanes_.size()) lanes_.resize(lane + 1u);
   p.lane = lane;
-  p.lane_order = ++lane_sent_[lane];
+  p.lane_order = ++lanes_[lane].sent;
 }
 
 AckOutcome SelectiveRepeat::onAck(uint64_t seq, Picoseconds now) {
@@ -34,7 +31,7 @@ AckOutcome SelectiveRepeat::onAck(uint64_t seq, Picoseconds now) {
   out.rtt_valid = p->transmissions == 1;
   if (out.rtt_valid) {
     out.rtt = now - p->sent_at;
-    lane_overtaking_[p->lane] = std::max(lane_overtaking_[p->lane], p->lane_order);
+    lanes_[p->lane].overtaking = std::max(lanes_[p->lane].overtaking, p->lane_order);
     overtaking_end_ = std::max(overtaking_end_, seq + 1);
   }
   p->outstanding = false;
@@ -55,7 +52,7 @@ std::vector<uint64_t> SelectiveRepeat::overtaken(uint64_t judge_below) {
   const uint64_t end = std::min(judge_below, overtaking_end_);
   for (size_t i = 0; i < window_.size() && base_ + i < end; ++i) {
     Packet& p = window_[i];
-    if (p.outstanding && !p.fast_retransmitted && lane_overtaking_[p.lane] >= p.lane_order + threshold) {
+    if (p.outstanding && !p.fast_retransmitted && lanes_[p.lane].overtaking >= p.lane_order + threshold) {
       p.fast_retransmitted = true;
       resend.push_back(base_ + i);
     }

@@ -64,9 +64,12 @@ class SelectiveRepeat {
   std::deque<Packet> window_;
   uint64_t base_ = 0;
   size_t outstanding_ = 0;
+  struct Lane {
+    uint64_t sent = 0;        // transmissions on it
+    uint64_t overtaking = 0;  // the latest lane_order acknowledged of a packet sent once
+  };
   uint64_t overtaking_end_ = 0;  // one past the highest packet sent once and acknowledged
-  std::vector<uint64_t> lane_sent_;          // transmissions per lane
-  std::vector<uint64_t> lane_overtaking_;    // per lane: the latest lane_order acknowledged of a packet sent once
+  std::vector<Lane> lanes_;
   uint64_t next_expected_ = 0;  // one past the highest sequence sent
 };
 

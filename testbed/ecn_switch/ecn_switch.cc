@@ -82,12 +82,9 @@ void EcnSwitch::receive(const std::vector<size_t>& readable, int64_t now_ns) {
 
 void EcnSwitch::transmitDue(int64_t due_ns, int64_t real_ns) {
   for (Port& port : ports_) {
-    while (true) {
-      const int64_t departure = port.queue.nextDeparture();
-      auto frame = port.queue.pop(due_ns);
-      if (!frame) break;
+    while (auto frame = port.queue.pop(due_ns)) {
       if (!port.socket->send(*frame)) ++port.send_failures;
-      port.wake_lateness_ns = std::max(port.wake_lateness_ns, real_ns - departure);
+      port.wake_lateness_ns = std::max(port.wake_lateness_ns, real_ns - port.queue.lastDeparture());
     }
   }
 }

@@ -45,6 +45,8 @@ class EgressQueue {
   std::optional<Frame> pop(int64_t now_ns);
   /// When pop will next return a frame; INT64_MAX while both queues are empty.
   int64_t nextDeparture() const;
+  /// When the frame pop returned last left the wire (its departure; 0 before the first).
+  int64_t lastDeparture() const { return wire_free_ns_; }
 
   /// The data frames waiting, the one on the wire not counted (the simulator's ports count their queues so).
   uint64_t dataQueueBytes() const { return waitingBytes(); }
