@@ -1,8 +1,11 @@
 #include "bootstrap/launch_env.h"
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "bootstrap/slurm_job.h"
 #include "common/crypto.h"
+#include "common/hostlist.h"
 #include "common/log.h"
 #include "common/status.h"
 
@@ -109,6 +112,56 @@ void pmixOrStoreVariables(const EnvLookup& env, LaunchInfo& info, const std::str
   info.rendezvous_host = firstHnpHost(strVar(env, "OMPI_MCA_orte_hnp_uri"));
 }
 
+// Plain srun (no PMIx, no store named): every task derives the same address, the step's first node (where task 0
+// runs under every distribution but arbitrary) and a port from the job and step ids (MASTER_PORT overrides it);
+// task 0 serves the store there.
+void slurmDerivedStore(const EnvLookup& env, LaunchInfo& info, const SlurmJob& job, const std::string& key_space) {
+  const std::string step_list = strVar(env, "SLURM_STEP_NODELIST");
+  std::vector<std::string> step_nodes;
+  try {
+    step_nodes = step_list.empty() ? job.node_names : expandHostlist(step_list);
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("launch (slurm): SLURM_STEP_NODELIST: ") + e.what());
+  }
+  const std::string node_name = strVar(env, "SLURMD_NODENAME");
+  if (info.rank == 0 && !step_list.empty() && !node_name.empty() && node_name != step_nodes.front()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "launch (slurm): task 0 runs on " + node_name + ", not on the step's first node " +
+                    step_nodes.front() + ": set MEGASCALE_STORE or MASTER_ADDR and MASTER_PORT");
+  }
+  const int port = env("MASTER_PORT") != nullptr ? intVar(env, "MASTER_PORT", true)
+                                                 : derivedStorePort(job.job_id, strVar(env, "SLURM_STEP_ID"));
+  info.id.store_url = "tcp://" + step_nodes.front() + ":" + std::to_string(port);
+  info.id.job_id = key_space;
+  info.id.secret = jobSecret(env, key_space);
+  info.hosts_store = info.rank == 0;
+}
+
+// This node's tasks in the step ("2(x3),1" at SLURM_NODEID), -1 where Slurm does not say.
+int slurmStepTasksHere(const EnvLookup& env) {
+  std::string layout = strVar(env, "SLURM_STEP_TASKS_PER_NODE");
+  if (layout.empty()) layout = strVar(env, "SLURM_TASKS_PER_NODE");
+  if (layout.empty()) return -1;
+  const std::vector<int> counts = expandTasksPerNode(layout);
+  const int node = std::max(0, intVar(env, "SLURM_NODEID", false));
+  return node < static_cast<int>(counts.size()) ? counts[static_cast<size_t>(node)] : -1;
+}
+
+void slurm(const EnvLookup& env, LaunchInfo& info) {
+  // A requeued job's runs (SLURM_RESTART_COUNT) and a job's steps each start a fresh key space.
+  const std::string job = strVar(env, "SLURM_JOB_ID"), restarts = strVar(env, "SLURM_RESTART_COUNT");
+  const std::string key_space = "slurm-" + (job.empty() ? std::string("job") : job) + ".r" +
+                                (restarts.empty() ? std::string("0") : restarts) + "." + strVar(env, "SLURM_STEP_ID");
+  if (fromStoreVariables(env, info, key_space)) return;
+  if (env("PMIX_NAMESPACE") != nullptr && env("PMIX_RANK") != nullptr) {
+    throughLauncher(env, info, Rendezvous::kPmix, key_space);
+    return;
+  }
+  const std::optional<SlurmJob> slurm_job = slurmJobFromEnvironment(env);
+  if (!slurm_job) noRendezvous(info);
+  slurmDerivedStore(env, info, *slurm_job, key_space);
+}
+
 }  // namespace
 
 LaunchInfo launchInfoFromEnvironment(const EnvLookup& env) {
@@ -133,9 +186,8 @@ LaunchInfo launchInfoFromEnvironment(const EnvLookup& env) {
     info.world_size = intVar(env, "SLURM_NTASKS", true);
     info.local_rank = intVar(env, "SLURM_LOCALID", false);
     info.local_size = intVar(env, "SLURM_NTASKS_PER_NODE", false);
-    std::string job = strVar(env, "SLURM_JOB_ID");
-    pmixOrStoreVariables(env, info,
-                         "slurm-" + (job.empty() ? std::string("job") : job) + "." + strVar(env, "SLURM_STEP_ID"));
+    if (info.local_size < 0) info.local_size = slurmStepTasksHere(env);
+    slurm(env, info);
   } else if (env("OMPI_COMM_WORLD_RANK") != nullptr) {
     info.launcher = "openmpi";
     info.rank = intVar(env, "OMPI_COMM_WORLD_RANK", true);

@@ -22,6 +22,7 @@
 #include "launcher/flight_watch.h"
 #include "launcher/host_plan.h"
 #include "launcher/memory_checkpoints.h"
+#include "launcher/preemption.h"
 #include "launcher/process_group.h"
 #include "launcher/rank_watch.h"
 #include "launcher/worker_thread.h"
@@ -413,7 +414,10 @@ int HostExecutor::run(volatile int* forward_signal) {
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (const int sig = *forward_signal; sig != 0) {
+    if (const int sig = *forward_signal; sig != 0 && isPreemptionNotice(sig)) {
+      *forward_signal = 0;
+      if (group_) askRanksToStop(*group_, sig, log_);  // they end as after their last step
+    } else if (const int sig = *forward_signal; sig != 0) {
       *forward_signal = 0;
       if (group_) group_->signalAll(sig);
       const auto deadline = Clock::now() + c_.stop_timeout;

@@ -13,6 +13,7 @@
 #include "common/heartbeat.h"
 #include "launcher/flight_watch.h"
 #include "launcher/memory_checkpoints.h"
+#include "launcher/preemption.h"
 #include "launcher/process_group.h"
 #include "launcher/rank_watch.h"
 #include "launcher/status_table.h"
@@ -114,7 +115,10 @@ JobDriver::Ending JobDriver::runAttempt(Attempt& attempt, volatile int* forward_
   while (true) {
     const std::vector<size_t> ended = group.pump(poll_period);
     const int sig = *forward_signal;
-    if (sig != 0) {
+    if (sig != 0 && isPreemptionNotice(sig)) {
+      *forward_signal = 0;
+      askRanksToStop(group, sig, log_);  // they end as after their last step
+    } else if (sig != 0) {
       *forward_signal = 0;
       group.signalAll(sig);
       result.exit_code = 128 + sig;

@@ -2,7 +2,8 @@
 // unless --store names one, and drives them (launcher/job_driver.h): faults detected, ranks restarted. On several
 // hosts, run it once per host with --world-size and --rank-offset (for example from srun or mpirun, one task per host)
 // and a shared --store; with --max-restarts or --spare-hosts the hosts' megascale-run become executors that one
-// of them drives through the store (launcher/host_executor.h).
+// of them drives through the store (launcher/host_executor.h). Under a Slurm allocation it takes all of that from
+// SLURM_* (launcher/slurm_launch.h), and a pre-emption notice (SIGUSR1) checkpoints, stops and requeues the job.
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,18 +22,24 @@
 #include "launcher/host_executor.h"
 #include "launcher/job_driver.h"
 #include "launcher/print_topology.h"
+#include "launcher/slurm_launch.h"
 #include "launcher/status_table.h"
 
 namespace {
 
 volatile int g_signal = 0;
+volatile sig_atomic_t g_preempted = 0;
 void onSignal(int sig) { g_signal = sig; }
+void onPreemptionNotice(int sig) {
+  g_preempted = 1;
+  g_signal = sig;
+}
 
 void usage(FILE* out) {
   std::fprintf(
       out,
       "usage: megascale-run -n N [options] program [args...]\n"
-      "  -n, --nproc N        ranks to start on this host\n"
+      "  -n, --nproc N        ranks to start on this host (under Slurm: default the node's tasks)\n"
       "  --store URL          use this store (tcp://host:port or redis://host:port) instead of serving one;\n"
       "                       MEGASCALE_JOB_SECRET (hex) must hold the job secret\n"
       "  --world-size W       total ranks over all hosts (default N)\n"
@@ -61,7 +69,18 @@ void usage(FILE* out) {
       "  --print-config       print every MEGASCALE_* knob with its value and exit\n"
       "  --print-topology     print the cluster model (hosts, ranks, NICs per rail, switches) and exit; with\n"
       "                       --store, every host's megascale-run prints the whole cluster\n"
-      "  --topology FILE      the switch tree in Slurm topology.conf syntax (default MEGASCALE_TOPO_FILE)\n");
+      "  --topology FILE      the switch tree in Slurm topology.conf syntax (default MEGASCALE_TOPO_FILE)\n"
+      "\n"
+      "Under a Slurm allocation (SLURM_JOB_ID set, no --world-size or --store), run one megascale-run per node\n"
+      "(srun --ntasks-per-node=1, or the batch script on one node): the world size, this node's rank offset, its\n"
+      "ranks (SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE unless -n says) and the job id (SLURM_JOB_ID and\n"
+      "SLURM_RESTART_COUNT) come from Slurm; across nodes node 0 serves the store on the first node of\n"
+      "SLURM_JOB_NODELIST and MEGASCALE_JOB_SECRET must hold the job secret.\n"
+      "  --no-slurm           ignore the Slurm allocation\n"
+      "SIGUSR1 (sbatch --signal=B:USR1@60) is a pre-emption notice: every rank gets SIGUSR2, megascale-train\n"
+      "checkpoints after its current step and stops, and under Slurm node 0 requeues the job (scontrol requeue),\n"
+      "whose next run resumes from that checkpoint.\n"
+      "  --no-requeue         after a pre-emption notice, end without requeueing the job\n");
 }
 
 int parseCount(const char* flag, const char* text, int min) {
@@ -106,7 +125,7 @@ int main(int argc, char** argv) {
   bool rank_offset_given = false;
   bool self_check = false;
   std::string store_url, job_id, topology_file = config::getString("MEGASCALE_TOPO_FILE");
-  bool print_topology = false;
+  bool print_topology = false, use_slurm = true, requeue = true;
   std::string diagnosis_dir;
   int i = 1;
   for (; i < argc; ++i) {
@@ -155,6 +174,10 @@ int main(int argc, char** argv) {
       topology_file = value("--topology");
     else if (a == "--print-topology")
       print_topology = true;
+    else if (a == "--no-slurm")
+      use_slurm = false;
+    else if (a == "--no-requeue")
+      requeue = false;
     else if (a == "--print-config") {
       config::printConfig(stdout);
       return 0;
@@ -171,6 +194,27 @@ int main(int argc, char** argv) {
     } else {
       break;
     }
+  }
+  // Under Slurm the allocation says what --world-size, --rank-offset, --job-id and --store would.
+  std::optional<SlurmJob> slurm_job;
+  std::optional<launcher::SlurmHostShare> slurm;
+  if (use_slurm && world_size < 0 && store_url.empty()) {
+    try {
+      slurm_job = slurmJobFromEnvironment([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+      if (slurm_job) slurm = launcher::slurmHostShare(*slurm_job, nproc);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "megascale-run: %s (--no-slurm ignores the allocation)\n", e.what());
+      return 2;
+    }
+  }
+  if (slurm) {
+    nproc = slurm->nproc;
+    world_size = slurm->world_size;
+    rank_offset = slurm->rank_offset;
+    rank_offset_given = true;
+    store_url = slurm->store_url;
+    if (job_id.empty()) job_id = slurm->job_id;
+    std::fprintf(stderr, "megascale-run: %s\n", slurm->describe(*slurm_job).c_str());
   }
   if (print_topology && nproc < 1) nproc = 1;
   if (nproc < 1 || (i >= argc && !print_topology)) {
@@ -223,7 +267,14 @@ int main(int argc, char** argv) {
       }
       id.store_url = store_url;
       id.job_id = job_id.empty() ? UniqueId::generate(store_url).job_id : job_id;
-      parseStoreUrl(store_url);
+      const StoreAddress address = parseStoreUrl(store_url);
+      if (slurm && slurm->serves_store) {
+        TcpStoreServer::Options serve;
+        serve.port = address.port;
+        serve.secret = id.secret;
+        server = std::make_unique<TcpStoreServer>(serve);
+        server->start();
+      }
     }
     if (!job_id.empty()) id.job_id = job_id;
   } catch (const Error& e) {
@@ -248,6 +299,22 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+  struct sigaction notice {};
+  notice.sa_handler = onPreemptionNotice;
+  sigaction(SIGUSR1, &notice, nullptr);
+  sigaction(SIGUSR2, &notice, nullptr);
+  // After a pre-emption notice the ranks have checkpointed and stopped: node 0 puts the job back in the queue.
+  const auto finish = [&](int code) {
+    if (!g_preempted || !slurm_job || !requeue || slurm_job->node_id != 0) return code;
+    const std::string failed = launcher::requeueSlurmJob(slurm_job->job_id);
+    if (!failed.empty()) {
+      std::fprintf(stderr, "megascale-run: pre-empted, but %s\n", failed.c_str());
+      return code != 0 ? code : 1;
+    }
+    std::fprintf(stderr, "megascale-run: pre-empted: requeued Slurm job %s; its next run resumes from the checkpoint\n",
+                 slurm_job->job_id.c_str());
+    return code;
+  };
 
   if (cluster) {
     launcher::ExecutorOptions executor;
@@ -269,7 +336,7 @@ int main(int argc, char** argv) {
     executor.id = id;
     if (self_check) executor.self_check_program = siblingProgram("megascale-selfcheck");
     try {
-      return launcher::runHostExecutor(executor, stderr, &g_signal);
+      return finish(launcher::runHostExecutor(executor, stderr, &g_signal));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "megascale-run: %s\n", e.what());
       return 1;
@@ -293,7 +360,7 @@ int main(int argc, char** argv) {
     launcher::JobDriver job(driver, stderr);
     launcher::DriverResult result = job.run(&g_signal);
     if (result.exit_code != 0) std::fprintf(stderr, "megascale-run: %s\n", result.summary.c_str());
-    return result.exit_code;
+    return finish(result.exit_code);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "megascale-run: %s\n", e.what());
     return 1;

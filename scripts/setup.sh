@@ -24,6 +24,7 @@ packages=(
   jargon-text                               # the main job's training text (public domain)
   libcairo2-dev zlib1g-dev                  # figures (loss curve, heat map, init-scale); gzip-compressed text
   nlohmann-json3-dev                        # flight records as JSON (the recorder's dumps, megascale-diagnose)
+  slurm-wlm munge                           # a real Slurm on loopback for launcher.slurm (srun, sbatch, requeue)
 )
 
 missing=()

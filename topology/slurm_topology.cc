@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "topology/hostlist.h"
+#include "common/hostlist.h"
 
 namespace megascale::topology {
 namespace {

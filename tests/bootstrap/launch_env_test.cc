@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bootstrap/launcher_channel.h"
+#include "bootstrap/slurm_job.h"
 #include "common/status.h"
 
 namespace megascale {
@@ -57,6 +58,42 @@ TEST(LaunchEnv, Torchrun) {
                               {"MEGASCALE_JOB_SECRET", kSecretHex}});
   EXPECT_FALSE(other.hosts_store);
   EXPECT_EQ(other.id.secret, info.id.secret);
+}
+
+TEST(LaunchEnv, PlainSrunDerivesTheStoreFromTheStep) {
+  // srun -N2 -n4 without PMIx: task 0 serves the store on the step's first node, at a port every task derives.
+  const std::map<std::string, std::string> base = {{"SLURM_NTASKS", "4"},          {"SLURM_JOB_ID", "321"},
+                                                   {"SLURM_STEP_ID", "2"},         {"SLURM_RESTART_COUNT", "1"},
+                                                   {"SLURM_JOB_NODELIST", "n[1-3]"}, {"SLURM_STEP_NODELIST", "n[2-3]"},
+                                                   {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}, {"SLURM_NODEID", "1"},
+                                                   {"MEGASCALE_JOB_SECRET", kSecretHex}};
+  auto task = [&](const char* procid, const char* node) {
+    std::map<std::string, std::string> vars = base;
+    vars["SLURM_PROCID"] = procid;
+    vars["SLURMD_NODENAME"] = node;
+    return fromMap(vars);
+  };
+  const LaunchInfo first = task("0", "n2"), last = task("3", "n3");
+  const std::string url = "tcp://n2:" + std::to_string(derivedStorePort("321", "2"));
+  EXPECT_EQ(first.id.store_url, url);
+  EXPECT_EQ(last.id.store_url, url);
+  EXPECT_TRUE(first.hosts_store);
+  EXPECT_FALSE(last.hosts_store);
+  EXPECT_EQ(first.id.job_id, "slurm-321.r1.2");  // a requeued run starts a fresh key space
+  EXPECT_EQ(first.id.job_id, last.id.job_id);
+  EXPECT_EQ(last.local_size, 2);
+  EXPECT_EQ(last.world_size, 4);
+  // MASTER_PORT picks the port; task 0 placed elsewhere than the first node is told to name the store.
+  std::map<std::string, std::string> vars = base;
+  vars["SLURM_PROCID"] = "1";
+  vars["MASTER_PORT"] = "23456";
+  EXPECT_EQ(fromMap(vars).id.store_url, "tcp://n2:23456");
+  try {
+    task("0", "n3");
+    FAIL() << "task 0 on the wrong node was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("task 0 runs on n3, not on the step's first node n2"), std::string::npos);
+  }
 }
 
 TEST(LaunchEnv, SlurmAndOpenMpiWithAnExplicitStore) {

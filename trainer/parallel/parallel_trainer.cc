@@ -111,7 +111,7 @@ bool ParallelTrainer::isReporter() const {
   return groups_.me.tp() == 0 && groups_.me.dp() == 0 && groups_.me.pp() == groups_.layout.pp() - 1;
 }
 
-ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* targets, double lr) {
+ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* targets, double lr, bool stop_vote) {
   for (auto& chunk : chunks_) chunk->zeroGradients();
   const int64_t seq = model_.seq_len, per_dp = global_batch_ / groups_.layout.dp();
   const auto micro = [&](int m) {
@@ -119,15 +119,16 @@ ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* t
     return MicroBatchTokens{tokens + first_row, targets + first_row};
   };
   const float scale = 1.0f / static_cast<float>(global_batch_ * seq);
-  double loss = pipeline_->run(micro, scale, zero_.get());
+  // The loss and the ranks' stop votes, summed in one all-reduce.
+  double sums[2] = {pipeline_->run(micro, scale, zero_.get()), stop_vote ? 1.0 : 0.0};
   // Waited for after the optimizer: the ranks whose pipeline ends first go on to their reduce-scatters.
-  const auto loss_sum = groups_.world->allReduce(&loss, &loss, 1, mscFloat64, mscSum);
+  const auto loss_sum = groups_.world->allReduce(sums, sums, 2, mscFloat64, mscSum);
   ParallelStepResult result;
   const auto t0 = Timeline::Clock::now();
   try {
     result.grad_norm = zero_->step(lr);
   } catch (...) {
-    (void)loss_sum->wait(parallel_.timeout);  // it writes into `loss`
+    (void)loss_sum->wait(parallel_.timeout);  // it writes into `sums`
     throw;
   }
   timeline_.optimizerSpan(t0, Timeline::Clock::now());
@@ -136,7 +137,8 @@ ParallelStepResult ParallelTrainer::step(const int32_t* tokens, const int32_t* t
     throw Error(status.code(), "loss all-reduce (world rank " + std::to_string(groups_.world->rank()) +
                                    "): " + status.message());
   }
-  result.loss = loss / static_cast<double>(global_batch_ * seq);
+  result.loss = sums[0] / static_cast<double>(global_batch_ * seq);
+  result.stop = sums[1] > 0;
   return result;
 }
 

@@ -34,6 +34,7 @@ struct ParallelConfig {
 struct ParallelStepResult {
   double loss = 0;       // mean token loss of the global batch (every rank)
   double grad_norm = 0;  // before clipping (every rank)
+  bool stop = false;     // some rank voted to stop after this step (every rank agrees)
 };
 
 class ParallelTrainer {
@@ -43,8 +44,9 @@ class ParallelTrainer {
                   int64_t global_batch, std::shared_ptr<Communicator> world, uint64_t seed, Precision precision);
   ~ParallelTrainer();
 
-  /// One optimizer step on the global batch's tokens and targets [global_batch, seq_len].
-  ParallelStepResult step(const int32_t* tokens, const int32_t* targets, double lr);
+  /// One optimizer step on the global batch's tokens and targets [global_batch, seq_len]. stop_vote: this rank
+  /// asks the job to stop after this step; the votes travel with the loss's all-reduce, so all ranks agree.
+  ParallelStepResult step(const int32_t* tokens, const int32_t* targets, double lr, bool stop_vote = false);
 
   const ProcessGroups& groups() const { return groups_; }
   const std::vector<std::unique_ptr<Gpt<float>>>& chunks() const { return chunks_; }

@@ -107,15 +107,15 @@ class ParallelEngine final : public StepEngine {
     checkpointer_ = std::make_unique<ParallelCheckpointer>(*trainer_, o.model, o.optimizer, timeout_);
   }
 
-  StepOutcome step(const Batch& batch, double lr) override {
+  StepOutcome step(const Batch& batch, double lr, bool stop_vote) override {
     // The trace keeps a few steps after the first (which pays for warm-up and connections).
     trainer_->timeline().setRecording(!options_.trace.empty() && steps_run_ >= 1 &&
                                       steps_run_ <= options_.trace_steps);
     ++steps_run_;
-    const ParallelStepResult r = trainer_->step(batch.inputs.data(), batch.targets.data(), lr);
+    const ParallelStepResult r = trainer_->step(batch.inputs.data(), batch.targets.data(), lr, stop_vote);
     const StepTimes times = trainer_->timeline().takeStep();
     compute_s_.push_back(times.compute());
-    return StepOutcome{r.loss, r.grad_norm, times};
+    return StepOutcome{r.loss, r.grad_norm, times, r.stop};
   }
   std::string layout() const override { return trainer_->groups().layout.describe(); }
 

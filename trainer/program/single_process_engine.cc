@@ -27,11 +27,12 @@ class SingleProcessEngine final : public StepEngine {
     if (bf16_) model_.setPrecision(Precision::kBf16);
   }
 
-  StepOutcome step(const Batch& batch, double lr) override {
+  StepOutcome step(const Batch& batch, double lr, bool stop_vote) override {
     using Clock = Timeline::Clock;
     Timeline timeline;
     model_.zeroGradients();
     StepOutcome out;
+    out.stop = stop_vote;
     const auto t0 = Clock::now();
     out.loss = model_.forward(batch.inputs.data(), batch.targets.data(), batch_);
     if (!std::isfinite(out.loss)) return out;

@@ -23,13 +23,14 @@ struct StepOutcome {
   double loss = 0;       // mean token loss of the batch
   double grad_norm = 0;  // before clipping
   StepTimes times;
+  bool stop = false;     // the job stops after this step: some rank voted so (every rank agrees)
 };
 
 class StepEngine {
  public:
   virtual ~StepEngine() = default;
-  /// One optimizer step on the global batch.
-  virtual StepOutcome step(const Batch& batch, double lr) = 0;
+  /// One optimizer step on the global batch. stop_vote: this process asks to stop after it (see StepOutcome::stop).
+  virtual StepOutcome step(const Batch& batch, double lr, bool stop_vote) = 0;
   virtual int64_t parameterCount() const = 0;  // of the whole model
   /// This process writes the run's progress lines and files.
   virtual bool reports() const = 0;

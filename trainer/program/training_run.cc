@@ -13,6 +13,7 @@
 
 #include "common/config.h"
 #include "common/heartbeat.h"
+#include "common/stop_request.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/host_data.h"
 #include "trainer/data/loader.h"
@@ -65,6 +66,7 @@ std::optional<TrainingState> restoreNewest(StepEngine& engine, const std::string
 }  // namespace
 
 int runTraining(const TrainOptions& options) {
+  stop_request::install();  // a pre-emption notice: checkpoint after the current step and end
   TrainOptions o = options;
   const bool bf16_run = o.precision == "bf16";
   if (bf16_run && !cpuHasBf16Compute()) {
@@ -142,6 +144,7 @@ int runTraining(const TrainOptions& options) {
 
   std::vector<StepRecord> records;
   std::vector<double> losses;
+  bool stopped_early = false;
   const auto run_start = Clock::now();
   int64_t step = state.step;
   const int64_t last = o.stop_after > 0 ? std::min(o.steps, state.step + o.stop_after) : o.steps;
@@ -151,7 +154,7 @@ int runTraining(const TrainOptions& options) {
     Batch batch = loader.next();
     StepRecord r;
     r.lr = schedule.at(step);
-    const StepOutcome outcome = engine->step(batch, r.lr);
+    const StepOutcome outcome = engine->step(batch, r.lr, stop_request::requested());
     if (!std::isfinite(outcome.loss)) {
       std::cerr << "megascale-train: the loss became " << outcome.loss << " at step " << step + 1
                 << " (lower --lr or raise --warmup)\n";
@@ -168,9 +171,18 @@ int runTraining(const TrainOptions& options) {
     records.push_back(r);
     losses.push_back(r.loss);
     csv.add(r);
-    if ((step + 1) % o.log_every == 0 || step + 1 == last) {
+    if ((step + 1) % o.log_every == 0 || step + 1 == last || outcome.stop) {
       const double eta = r.elapsed / static_cast<double>(records.size()) * static_cast<double>(last - step - 1);
       log << progressLine(r, o.steps, eta) << "\n" << std::flush;
+    }
+    if (outcome.stop) {  // the checkpoint after the loop saves this step
+      log << "stopping after step " << step + 1 << " of " << o.steps << ": a rank received SIGUSR2 (pre-emption); "
+          << (o.checkpoint_dir.empty() ? std::string("no --checkpoint-dir, so nothing is saved")
+                                       : "the checkpoint goes to " + o.checkpoint_dir)
+          << "\n" << std::flush;
+      stopped_early = true;
+      ++step;
+      break;
     }
     std::vector<CheckpointTarget> targets;
     if (!memory_dir.empty() && (step + 1) % o.memory_checkpoint_every == 0) targets.push_back({memory_dir, 3, true});
@@ -202,7 +214,7 @@ int runTraining(const TrainOptions& options) {
   if (!engine->reports()) return 0;
   if (!o.summary_json.empty()) writeSummaryJson(o.summary_json, summary);
   if (!o.plot.empty()) writeLossPlot(o.plot, losses, static_cast<long>(summary.first_step + 1));
-  if (o.sample_tokens > 0) {
+  if (o.sample_tokens > 0 && !stopped_early) {  // a job being pre-empted has no time to spare
     const std::string text = engine->sample(data, random, o.sample_tokens);
     if (!text.empty()) log << "sample: " << text << "\n";
   }

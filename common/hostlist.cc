@@ -1,9 +1,9 @@
-#include "topology/hostlist.h"
+#include "common/hostlist.h"
 
 #include <cstdint>
 #include <stdexcept>
 
-namespace megascale::topology {
+namespace megascale {
 namespace {
 
 constexpr size_t kMaxNames = 1000000;
@@ -105,4 +105,4 @@ std::vector<std::string> expandHostlist(std::string_view expression) {
   return names;
 }
 
-}  // namespace megascale::topology
+}  // namespace megascale

@@ -1,10 +1,10 @@
-#include "topology/hostlist.h"
+#include "common/hostlist.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace megascale::topology {
+namespace megascale {
 namespace {
 
 using Names = std::vector<std::string>;
@@ -33,4 +33,4 @@ TEST(Hostlist, RefusesMalformedExpressionsNamingThem) {
 }
 
 }  // namespace
-}  // namespace megascale::topology
+}  // namespace megascale
