@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,15 @@ std::string siblingProgram(const std::string& name) {
     if (access(path.c_str(), X_OK) == 0) return path;
   }
   return name;
+}
+
+// The store this megascale-run serves for the other nodes of a Slurm job outlives its own ranks: the other nodes'
+// megascale-run and ranks still read the job's end from it. It stays up until they have all hung up, or `limit`.
+void serveUntilIdle(const megascale::TcpStoreServer& server, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (server.connectionCount() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace
@@ -256,8 +266,10 @@ int main(int argc, char** argv) {
     } else {
       const std::string secret_hex = config::getString("MEGASCALE_JOB_SECRET");
       if (secret_hex.empty()) {
-        std::fprintf(stderr,
-                     "megascale-run: --store needs MEGASCALE_JOB_SECRET set to the job secret (>= 16 bytes hex)\n");
+        std::fprintf(stderr, slurm ? "megascale-run: the nodes of a Slurm job share a job secret: export "
+                                     "MEGASCALE_JOB_SECRET=$(openssl rand -hex 32) in the batch script, before srun\n"
+                                   : "megascale-run: --store needs MEGASCALE_JOB_SECRET set to the job secret "
+                                     "(>= 16 bytes hex)\n");
         return 2;
       }
       id.secret = jobSecretFromHex(secret_hex, "MEGASCALE_JOB_SECRET");
@@ -305,6 +317,9 @@ int main(int argc, char** argv) {
   sigaction(SIGUSR2, &notice, nullptr);
   // After a pre-emption notice the ranks have checkpointed and stopped: node 0 puts the job back in the queue.
   const auto finish = [&](int code) {
+    if (server && slurm && slurm->serves_store) {
+      serveUntilIdle(*server, std::chrono::milliseconds(static_cast<int64_t>(host_timeout_s * 1000)));
+    }
     if (!g_preempted || !slurm_job || !requeue || slurm_job->node_id != 0) return code;
     const std::string failed = launcher::requeueSlurmJob(slurm_job->job_id);
     if (!failed.empty()) {
