@@ -28,11 +28,11 @@ for optional in libibverbs1 libucx0 librte-eal23 python3-torch; do
 done
 grep -qi "cuda\|libtorch" <<<"$depends" && fail "Depends names CUDA or libtorch"
 
-contents=$(dpkg-deb --contents "$deb" | awk '{print $NF}')
+contents=$(dpkg-deb --contents "$deb" | awk '{print $6}')
 for path in ./usr/lib/libmegascale.so.0 ./usr/include/megascale/megascale.h ./usr/lib/cmake/megascale/megascaleConfig.cmake \
             ./usr/lib/pkgconfig/megascale.pc ./usr/lib/libnccl-net-megascale.so ./usr/bin/megascale-run \
             ./usr/bin/megascale-train ./usr/bin/all_reduce_perf ./usr/lib/python3/dist-packages/megascale_torch/__init__.py; do
-  grep -qxF "$path" <<<"$contents" || grep -q "^${path} ->" <<<"$contents" || fail "the package lacks $path"
+  grep -qxF "$path" <<<"$contents" || fail "the package lacks $path"
 done
 grep -q '^./usr/lib/python3/dist-packages/megascale_torch/_C.*\.so$' <<<"$contents" || fail "the package lacks the PyTorch module"
 
