@@ -62,10 +62,21 @@ class TransportSuite : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Listener> listener_;
 };
 
+// The test's own bytes are made before any transport touches them, by this thread alone: ThreadSanitizer has
+// nothing to watch there, and watching each of 256 MiB of stores cost the suite seconds per transport.
+__attribute__((no_sanitize("thread"))) void fillPattern(uint8_t* data, size_t size, uint8_t seed) {
+  for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(i * 131 + seed + (i >> 12));
+}
+
 std::vector<uint8_t> pattern(size_t size, uint8_t seed) {
   std::vector<uint8_t> v(size);
-  for (size_t i = 0; i < size; ++i) v[i] = static_cast<uint8_t>(i * 131 + seed + (i >> 12));
+  fillPattern(v.data(), size, seed);
   return v;
+}
+
+// memcmp: the sanitizers check its ranges at once instead of every byte of an instrumented loop.
+bool sameBytes(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& got) {
+  return got.size() >= expected.size() && std::memcmp(expected.data(), got.data(), expected.size()) == 0;
 }
 
 TEST_P(TransportSuite, ReportsProperties) {
@@ -110,7 +121,7 @@ TEST_P(TransportSuite, SizesFromZeroToOneGiB) {
     ASSERT_TRUE(s.isOk()) << s.message();
     EXPECT_EQ(sent, size);
     EXPECT_EQ(received, size);  // the receive was one byte larger: the exact size is reported
-    EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << "data differs at size " << size;
+    EXPECT_TRUE(sameBytes(src, dst)) << "data differs at size " << size;
     EXPECT_EQ(dst[size], 0xEE) << "wrote past the message";
   }
 }
