@@ -50,8 +50,8 @@ build_and_test build -DCMAKE_BUILD_TYPE=Release -DMEGASCALE_WERROR=ON
 # the trainer and the benchmarks are left out of them, and so is CUDA (nvcc must not get -fsanitize; the CUDA
 # code is built and checked in the Release pass). Line tables (-g1) are all a sanitizer's report needs, and both
 # run at -O1, as their documentation advises: a test file compiled in 7.6 s instead of 16.2 s (-O2 -g) on the
-# 2-core CI machine, and ASan's CPU-bound suites (the simulator's) ran at -O0 for twice as long. The ASan pass is
-# a Debug build: its asserts stay on.
+# 2-core CI machine, and at -O0 ASan's CPU-bound suites (the simulator's rail all-reduce: 37 s and 28 s) were the
+# pass's longest tests. The ASan pass is a Debug build: its asserts stay on.
 sanitizer_build=(-DMEGASCALE_BUILD_BENCH=OFF -DMEGASCALE_BUILD_TRAINER=OFF -DMEGASCALE_WITH_CUDA=OFF -DMEGASCALE_WERROR=ON)
 ctest_filter="-L core"
 # UCX (opened by the ucx transport's tests) patches the code of libc's mmap, munmap and brk with its memory hooks
