@@ -6,7 +6,7 @@ all rounds) must be under 80% of its median with it off, and the median step no 
 pool every round's steps: one round's verdict alone varied too much (its waits' ratio 0.59-0.81 over runs).
 Whether the step gets shorter is the machine's business (each rank has one core here, which the overlapped
 communication shares with the compute): the ratio is printed, not judged. Measured on the 2-core CI machine over
-five runs: waits 0.34-0.59, step 0.87-1.03 (the same setting's rounds differ by up to 25%). Root (skips otherwise).
+four runs: waits 0.34-0.59, step 0.87-1.03 (the same setting's rounds differ by up to 25%). Root (skips otherwise).
 Usage: overlap_test.py MEGASCALE_RUN MEGASCALE_STORE MEGASCALE_TRAIN SOURCE_DIR"""
 import csv
 import os
