@@ -104,12 +104,13 @@ void torchrun(const EnvLookup& env, LaunchInfo& info) {
   if (!fromStoreVariables(env, info, job_id)) noRendezvous(info);
 }
 
-// Under a PMIx launcher (mpirun, srun --mpi=pmix) with no store named, PMIx carries the URL.
-void pmixOrStoreVariables(const EnvLookup& env, LaunchInfo& info, const std::string& job_id) {
-  if (fromStoreVariables(env, info, job_id)) return;
-  if (env("PMIX_NAMESPACE") == nullptr || env("PMIX_RANK") == nullptr) noRendezvous(info);
+// A store named, else under a PMIx launcher (mpirun, srun --mpi=pmix) PMIx carries the URL. False if neither.
+bool storeVariablesOrPmix(const EnvLookup& env, LaunchInfo& info, const std::string& job_id) {
+  if (fromStoreVariables(env, info, job_id)) return true;
+  if (env("PMIX_NAMESPACE") == nullptr || env("PMIX_RANK") == nullptr) return false;
   throughLauncher(env, info, Rendezvous::kPmix, job_id);
   info.rendezvous_host = firstHnpHost(strVar(env, "OMPI_MCA_orte_hnp_uri"));
+  return true;
 }
 
 // Plain srun (no PMIx, no store named): every task derives the same address, the step's first node (where task 0
@@ -152,11 +153,7 @@ void slurm(const EnvLookup& env, LaunchInfo& info) {
   const std::string job = strVar(env, "SLURM_JOB_ID"), restarts = strVar(env, "SLURM_RESTART_COUNT");
   const std::string key_space = "slurm-" + (job.empty() ? std::string("job") : job) + ".r" +
                                 (restarts.empty() ? std::string("0") : restarts) + "." + strVar(env, "SLURM_STEP_ID");
-  if (fromStoreVariables(env, info, key_space)) return;
-  if (env("PMIX_NAMESPACE") != nullptr && env("PMIX_RANK") != nullptr) {
-    throughLauncher(env, info, Rendezvous::kPmix, key_space);
-    return;
-  }
+  if (storeVariablesOrPmix(env, info, key_space)) return;
   const std::optional<SlurmJob> slurm_job = slurmJobFromEnvironment(env);
   if (!slurm_job) noRendezvous(info);
   slurmDerivedStore(env, info, *slurm_job, key_space);
@@ -195,7 +192,7 @@ LaunchInfo launchInfoFromEnvironment(const EnvLookup& env) {
     info.local_rank = intVar(env, "OMPI_COMM_WORLD_LOCAL_RANK", false);
     info.local_size = intVar(env, "OMPI_COMM_WORLD_LOCAL_SIZE", false);
     std::string job = strVar(env, "OMPI_MCA_ess_base_jobid");
-    pmixOrStoreVariables(env, info, "ompi-" + (job.empty() ? std::string("job") : job));
+    if (!storeVariablesOrPmix(env, info, "ompi-" + (job.empty() ? std::string("job") : job))) noRendezvous(info);
   } else {
     throw Error(ErrorCode::kInvalidArgument,
                 "launch: no launcher environment found (start with megascale-run, torchrun, srun or mpirun)");

@@ -73,7 +73,7 @@ void usage(FILE* out) {
       "  --topology FILE      the switch tree in Slurm topology.conf syntax (default MEGASCALE_TOPO_FILE)\n"
       "\n"
       "Under a Slurm allocation (SLURM_JOB_ID set, no --world-size or --store), run one megascale-run per node\n"
-      "(srun --ntasks-per-node=1, or the batch script on one node): the world size, this node's rank offset, its\n"
+      "(srun -N NODES -n NODES, or the batch script on one node): the world size, this node's rank offset, its\n"
       "ranks (SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE unless -n says) and the job id (SLURM_JOB_ID and\n"
       "SLURM_RESTART_COUNT) come from Slurm; across nodes node 0 serves the store on the first node of\n"
       "SLURM_JOB_NODELIST and MEGASCALE_JOB_SECRET must hold the job secret.\n"
