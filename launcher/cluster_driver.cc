@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "collectives/flight_dump.h"
+#include "common/elapsed.h"
 #include "common/status.h"
 #include "launcher/executor_protocol.h"
-#include "collectives/flight_dump.h"
 #include "launcher/fault_detector.h"
 #include "launcher/flight_watch.h"
 #include "launcher/host_plan.h"
@@ -23,26 +24,26 @@ namespace megascale::launcher {
 
 namespace {
 
-double secondsSince(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
-
 constexpr double kSlowLinkFraction = 0.5;  // megascale-selfcheck's default too
 constexpr auto kFlightRecordsWait = std::chrono::seconds(3);  // for the hosts' flight records at a stop
 
-struct Executor {
+}  // namespace
+
+// What the driver knows of one host's executor. Not in the anonymous namespace: State is declared in the
+// header, and a member of an anonymous type there is an error (-Wsubobject-linkage) in a unity build.
+struct DrivenExecutor {
   ExecutorInfo info;
   ExecutorReport report;
   Clock::time_point last_heard;  // when its report last moved
   bool reported = false;
 };
 
-}  // namespace
-
 struct ClusterDriver::State {
   ClusterOptions options;
   UniqueId id;
   std::FILE* log;
   std::unique_ptr<Store> store;
-  std::vector<Executor> executors;  // by executor number
+  std::vector<DrivenExecutor> executors;  // by executor number
   std::set<int> evicted;            // never used again
   std::vector<int> slots;
   int64_t messages = 0;
@@ -78,7 +79,7 @@ struct ClusterDriver::State {
     for (int64_t k = static_cast<int64_t>(executors.size()); k < joined; ++k) keys.push_back(store_keys::info(static_cast<int>(k)));
     const std::vector<std::string> infos = store->multiGet(keys, options.host_timeout);
     for (size_t i = 0; i < infos.size(); ++i) {
-      Executor e;
+      DrivenExecutor e;
       e.info = decodeExecutorInfo(infos[i], keys[i]);
       e.last_heard = Clock::now();
       const int number = static_cast<int>(executors.size());
@@ -96,7 +97,7 @@ struct ClusterDriver::State {
     const std::vector<std::string> beats = store->multiGet(keys, options.host_timeout);
     const auto now = Clock::now();
     for (size_t k = 0; k < beats.size(); ++k) {
-      Executor& e = executors[k];
+      DrivenExecutor& e = executors[k];
       try {
         ExecutorReport r = decodeReport(beats[k], keys[k]);
         if (!e.reported || r.seq != e.report.seq) e.last_heard = now;
@@ -332,7 +333,7 @@ void ClusterDriver::drive() {
     s.waitForExecutors();
     std::vector<int> preferred;
     std::vector<std::string> hosts;
-    for (const Executor& e : s.executors) {
+    for (const DrivenExecutor& e : s.executors) {
       preferred.push_back(e.info.preferred_slot);
       hosts.push_back(e.info.host);
     }

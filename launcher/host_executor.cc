@@ -15,6 +15,7 @@
 #include "bootstrap/store.h"
 #include "collectives/flight_dump.h"
 #include "common/checkpoint_layout.h"
+#include "common/elapsed.h"
 #include "common/heartbeat.h"
 #include "common/status.h"
 #include "launcher/checkpoint_replicas.h"
@@ -37,8 +38,6 @@ namespace {
 constexpr size_t kFlightOpsToDriver = 16;
 
 namespace fs = std::filesystem;
-
-double secondsSince(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
 
 // The executor's voice in the store, in a thread of its own so that a store that does not answer (a cut link)
 // never stops the executor from watching its ranks: it publishes the latest report every heartbeat and collects

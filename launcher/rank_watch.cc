@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "collectives/schedule.h"
+#include "common/elapsed.h"
 #include "common/heartbeat.h"
 #include "launcher/process_group.h"
 
@@ -45,8 +46,6 @@ std::string describeReport(const heartbeat::Slot& slot) {
   }
   return where.empty() ? "no report yet" : where;
 }
-
-double secondsSince(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "common/elapsed.h"
 #include "trainer/kernels/gemm.h"
 
 namespace megascale::launcher {
@@ -11,8 +12,6 @@ namespace megascale::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Small integers: products and sums of up to 2^20 of them stay exact in float, whatever the order.
 float operand(int64_t i, int64_t j, int salt) { return static_cast<float>(((i * 31 + j * 17 + salt) % 7) - 3); }

@@ -23,6 +23,9 @@ inline Step hostAllReduce(Slice from, Slice to) { return Step{Step::kHostAllRedu
 /// the pointers are equal).
 inline Phase copyPhase(Slice from, Slice to) { return Phase{{}, {copy(from, to)}}; }
 
+/// `a` mod `n` in [0, n), for ring positions that step below zero.
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
+
 /// The whole schedule of a one-rank reduction: the result is the input.
 inline Schedule singleRankReduction(size_t count) {
   Schedule s;

@@ -24,12 +24,12 @@ namespace {
 
 // Chunks of at least 64 Ki elements (256 KiB of floats), at most 256 of them per half: enough to keep a tree
 // of a few thousand ranks full (the best K is near sqrt(2D x bytes/bandwidth / latency)).
-constexpr size_t kMaxChunks = 256;
-constexpr size_t kMinChunkElements = size_t{64} << 10;
+constexpr size_t kMaxChunksPerHalf = 256;
+constexpr size_t kMinTreeChunkElements = size_t{64} << 10;
 
 int lowestBit(int v) { return v & -v; }
 
-struct TreeNode {
+struct DoubleTreeNode {
   int parent = -1;  // virtual ids; -1: none
   int children[2] = {-1, -1};
   int depth = 0;
@@ -41,8 +41,8 @@ int parentOf(int v, int n) {
   return natural < n ? natural : v ^ b;    // beyond n: v hangs on the next existing ancestor
 }
 
-TreeNode treeNode(int v, int n) {
-  TreeNode node;
+DoubleTreeNode treeNode(int v, int n) {
+  DoubleTreeNode node;
   if (v == 0) {
     node.children[0] = largestPowerOfTwoAtMost(n - 1);
     return node;
@@ -75,7 +75,7 @@ struct Tree {
 };
 
 size_t doubleTreeChunks(size_t half_count) {
-  return std::clamp<size_t>((half_count + kMinChunkElements - 1) / kMinChunkElements, 1, kMaxChunks);
+  return std::clamp<size_t>((half_count + kMinTreeChunkElements - 1) / kMinTreeChunkElements, 1, kMaxChunksPerHalf);
 }
 
 int doubleTreeDepth(int n) {
@@ -111,7 +111,7 @@ Schedule doubleTreeAllReduce(const ScheduleSpec& spec) {
   // post their messages to each other in the same order.
   for (int t = 0; t < 2; ++t) {
     const Tree tree{t, n};
-    const TreeNode node = treeNode(tree.toVirtual(spec.rank), n);
+    const DoubleTreeNode node = treeNode(tree.toVirtual(spec.rank), n);
     const size_t up_phase = static_cast<size_t>(depth_max - node.depth);  // + j: send chunk j to the parent
     const size_t down_phase = static_cast<size_t>(depth_max + node.depth);  // + j: send chunk j to the children
     const bool inner = node.children[0] >= 0;

@@ -31,8 +31,6 @@ using Stages = std::vector<Phase>;  // one chunk's phases: the same number on ev
 constexpr size_t kMaxChunks = 16;
 constexpr size_t kMinChunkElements = size_t{64} << 10;
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
-
 size_t totalCount(const Pieces& pieces) {
   size_t total = 0;
   for (const Slice& p : pieces) total += p.count;

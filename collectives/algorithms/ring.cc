@@ -8,7 +8,6 @@
 namespace megascale::algorithms {
 
 namespace {
-int mod(int a, int n) { return ((a % n) + n) % n; }
 
 // Reduce-scatter pass in the output buffer, then an all-gather pass. Step s of the first pass: send block
 // r-s (the first time straight from the input), receive block r-s-1 and fold it into the output. After n-1

@@ -10,7 +10,7 @@
 namespace megascale {
 namespace {
 
-std::optional<SlurmJob> fromMap(const std::map<std::string, std::string>& vars) {
+std::optional<SlurmJob> slurmJobFrom(const std::map<std::string, std::string>& vars) {
   return slurmJobFromEnvironment([&](const char* name) -> const char* {
     auto it = vars.find(name);
     return it == vars.end() ? nullptr : it->second.c_str();
@@ -19,17 +19,17 @@ std::optional<SlurmJob> fromMap(const std::map<std::string, std::string>& vars) 
 
 std::string refusal(const std::map<std::string, std::string>& vars) {
   try {
-    fromMap(vars);
+    slurmJobFrom(vars);
   } catch (const Error& e) {
     return e.what();
   }
   return "";
 }
 
-TEST(SlurmJob, NothingOutsideSlurm) { EXPECT_FALSE(fromMap({{"SLURM_NNODES", "2"}}).has_value()); }
+TEST(SlurmJob, NothingOutsideSlurm) { EXPECT_FALSE(slurmJobFrom({{"SLURM_NNODES", "2"}}).has_value()); }
 
 TEST(SlurmJob, ReadsTheAllocation) {
-  const auto job = fromMap({{"SLURM_JOB_ID", "4242"},
+  const auto job = slurmJobFrom({{"SLURM_JOB_ID", "4242"},
                             {"SLURM_RESTART_COUNT", "2"},
                             {"SLURM_JOB_NODELIST", "gpu[07-09]"},
                             {"SLURM_NNODES", "3"},
@@ -46,7 +46,7 @@ TEST(SlurmJob, ReadsTheAllocation) {
 
 TEST(SlurmJob, TasksPerNodeWinsOverTheLayoutList) {
   // Inside `srun --ntasks-per-node=1 megascale-run` the list is the step's; the batch job's count is the one set.
-  const auto job = fromMap({{"SLURM_JOB_ID", "7"},
+  const auto job = slurmJobFrom({{"SLURM_JOB_ID", "7"},
                             {"SLURM_NODELIST", "a,b"},
                             {"SLURM_NTASKS_PER_NODE", "4"},
                             {"SLURM_TASKS_PER_NODE", "1(x2)"}});

@@ -26,7 +26,7 @@ int threadsInProcess() {
   return n;
 }
 
-CommunicatorOptions tcpOptions() {
+CommunicatorOptions tcpRingOptions() {
   CommunicatorOptions o;
   o.transport = "tcp";
   o.timeout = 20s;
@@ -68,7 +68,7 @@ TEST(ProgressEngine, ManyNetworkCommunicatorsShareOneThread) {
   test_support::LocalJob job;
   flight::Recorder::process();  // its SIGUSR1 dumper: one thread per process, not per communicator
   const int before = threadsInProcess();
-  auto comms = ringOfThreads(job.id, 32, tcpOptions());
+  auto comms = ringOfThreads(job.id, 32, tcpRingOptions());
   // Worker threads would be 32 more; the engine (and the listener watches it runs) adds at most its own thread,
   // none if another test of this process made it already.
   EXPECT_LE(threadsInProcess() - before, 1);
@@ -78,7 +78,7 @@ TEST(ProgressEngine, WithProgressThreadsZeroEachCommunicatorHasAWorker) {
   ScopedEnv env("MEGASCALE_PROGRESS_THREADS", "0");
   test_support::LocalJob job;
   const int before = threadsInProcess();
-  auto comms = ringOfThreads(job.id, 6, tcpOptions());
+  auto comms = ringOfThreads(job.id, 6, tcpRingOptions());
   EXPECT_GE(threadsInProcess() - before, 6);
 }
 
@@ -86,7 +86,7 @@ TEST(ProgressEngine, WithProgressThreadsZeroEachCommunicatorHasAWorker) {
 // on rank 1's listeners answers for it, and rank 0's send completes before rank 1 even posts its receive.
 TEST(ProgressEngine, ARankWithNoOperationAnswersHandshakes) {
   test_support::LocalJob job;
-  CommunicatorOptions options = tcpOptions();
+  CommunicatorOptions options = tcpRingOptions();
   options.transport_options.handshake_timeout_ms = 300;
   std::atomic<bool> rank0_sent{false};
   std::vector<std::thread> threads;

@@ -6,12 +6,13 @@
 #include "congestion/cnp_generator.h"
 #include "congestion/dcqcn.h"
 #include "congestion/ecn_marking.h"
+#include "control_events.h"
 
 namespace megascale::congestion {
 namespace {
 
 constexpr double kG = 1.0 / 256;
-constexpr Picoseconds kUs = kMicrosecond;
+using test_events::kUs;
 
 TEST(DcqcnPaper, AFirstCnpHalvesTheRateAndRecoveryClimbsBackByHalves) {
   Dcqcn d(DcqcnParams::paper(100e9));

@@ -4,11 +4,12 @@
 #include "congestion/retransmit_budget.h"
 #include "congestion/rto_estimator.h"
 #include "congestion/selective_repeat.h"
+#include "control_events.h"
 
 namespace megascale::congestion {
 namespace {
 
-constexpr Picoseconds kUs = kMicrosecond;
+using test_events::kUs;
 
 TEST(RtoEstimator, FollowsRfc6298WithAMicrosecondFloorAndBacksOff) {
   RtoParams p;

@@ -60,6 +60,9 @@ struct Path {
   std::function<void(node::NodeOptions&)> set;
 };
 
+// Printed by its name: GoogleTest would print its bytes (pointers), and ctest's test names would change each build.
+void PrintTo(const Path& path, std::ostream* os) { *os << path.name; }
+
 class NodePathTest : public ::testing::TestWithParam<Path> {
  protected:
 

@@ -18,7 +18,7 @@ namespace {
 
 using testing::Pair;
 
-std::vector<uint8_t> pattern(size_t size, uint8_t seed) {
+std::vector<uint8_t> countingBytes(size_t size, uint8_t seed) {
   std::vector<uint8_t> v(size);
   for (size_t i = 0; i < size; ++i) v[i] = static_cast<uint8_t>(i * 7 + seed);
   return v;
@@ -81,7 +81,7 @@ TEST_F(IbDeviceMemory, RegistrationsOfOneRangeShareOneMemoryRegionUntilTheLastGo
 
 TEST_F(IbDeviceMemory, RegisteredMemoryCarriesMessagesAfterAnotherRegistrationOfItWent) {
   Pair p = connect(false);
-  std::vector<uint8_t> out = pattern(40000, 3), in(40000);
+  std::vector<uint8_t> out = countingBytes(40000, 3), in(40000);
   MemoryRegion send_mr, send_again, recv_mr;
   ASSERT_TRUE(transport_->registerMemory(out.data(), out.size(), kHostPointer, &send_mr).isOk());
   ASSERT_TRUE(transport_->registerMemory(out.data(), out.size(), kHostPointer, &send_again).isOk());
@@ -121,7 +121,7 @@ TEST_F(IbDeviceMemory, DmaBufMemoryReceivesSmallAndLargeMessagesWithoutACpuCopyA
   Status s = receiver_->registerDmaBuf(gpu.device(), 1 << 20, gpu.fd(), 0, &gpu_mr);
   ASSERT_TRUE(s.isOk()) << s.message();
   EXPECT_EQ(gpu_mr.kind, kDevicePointer);
-  const std::vector<uint8_t> small = pattern(100, 1), large = pattern(300000, 2);
+  const std::vector<uint8_t> small = countingBytes(100, 1), large = countingBytes(300000, 2);
   void* data[2] = {gpu.device(), gpu.device() + 4096};
   size_t capacity[2] = {4096, (1 << 20) - 4096};
   uint32_t tags[2] = {1, 2};
@@ -151,7 +151,7 @@ TEST_F(IbDeviceMemory, DmaBufMemoryReceivesSmallAndLargeMessagesWithoutACpuCopyA
 TEST_F(IbDeviceMemory, SmallMessagesFromDmaBufMemoryGoThroughTheNic) {
   Pair p = connect(false);
   testbed::FakeGpuMemory gpu(1 << 16);
-  const std::vector<uint8_t> message = pattern(200, 9);
+  const std::vector<uint8_t> message = countingBytes(200, 9);
   std::memcpy(gpu.view(), message.data(), message.size());
   MemoryRegion gpu_mr;
   ASSERT_TRUE(transport_->registerDmaBuf(gpu.device(), 1 << 16, gpu.fd(), 0, &gpu_mr).isOk());
@@ -186,7 +186,7 @@ TEST_F(IbDeviceMemory, AnEagerMessageForDeviceMemoryIsAnErrorNotACrash) {
   testbed::FakeGpuMemory gpu(1 << 16);
   MemoryRegion gpu_mr;
   ASSERT_TRUE(receiver_->registerDmaBuf(gpu.device(), 1 << 16, gpu.fd(), 0, &gpu_mr).isOk());
-  const std::vector<uint8_t> message = pattern(64, 4);
+  const std::vector<uint8_t> message = countingBytes(64, 4);
   void* data[1] = {gpu.device()};
   size_t capacity[1] = {4096};
   uint32_t tags[1] = {8};

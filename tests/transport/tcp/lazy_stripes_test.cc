@@ -27,7 +27,7 @@ TransportOptions lazyOptions(int sockets) {
   return o;
 }
 
-std::vector<uint8_t> pattern(size_t size, uint8_t seed) {
+std::vector<uint8_t> stripedBytes(size_t size, uint8_t seed) {
   std::vector<uint8_t> v(size);
   for (size_t i = 0; i < size; ++i) v[i] = static_cast<uint8_t>(i * 7 + seed + (i >> 11));
   return v;
@@ -63,7 +63,7 @@ void exchange(Connected& c, const std::vector<size_t>& sizes, bool poll_listener
   std::vector<std::vector<uint8_t>> src, dst;
   std::vector<Request*> sends, recvs;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    src.push_back(pattern(sizes[i], static_cast<uint8_t>(i)));
+    src.push_back(stripedBytes(sizes[i], static_cast<uint8_t>(i)));
     dst.emplace_back(sizes[i], 0);
     Request* r = nullptr;
     void* buffer = dst.back().data();

@@ -28,7 +28,7 @@ std::vector<UdpEndpoint> endpoints(int flows) {
   return e;
 }
 
-std::vector<uint8_t> pattern(size_t size, uint64_t seed) {
+std::vector<uint8_t> randomBytes(size_t size, uint64_t seed) {
   std::vector<uint8_t> v(size);
   std::mt19937_64 random(seed);
   for (auto& b : v) b = static_cast<uint8_t>(random());
@@ -73,7 +73,7 @@ class Connection {
   void exchange(const std::vector<size_t>& sizes, uint64_t seed) {
     const size_t first = sources.size();
     for (size_t i = 0; i < sizes.size(); ++i) {
-      sources.push_back(pattern(sizes[i], seed + i));
+      sources.push_back(randomBytes(sizes[i], seed + i));
       targets.emplace_back(sizes[i] + 1, 0xEE);
     }
     for (size_t i = first; i < sources.size(); ++i) {
