@@ -73,6 +73,10 @@ std::string formatAddress(const sockaddr_in& addr) {
   return std::string(text) + ":" + std::to_string(ntohs(addr.sin_port));
 }
 
+std::string describePeer(const sockaddr_in& addr, uint64_t id) {
+  return "peer " + std::to_string(id) + " (" + formatAddress(addr) + ")";
+}
+
 void setNonBlocking(int fd) {
   int flags = fcntl(fd, F_GETFL, 0);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {

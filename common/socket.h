@@ -48,6 +48,8 @@ class Fd {
 sockaddr_in parseHostPort(const std::string& host_port);
 sockaddr_in makeAddress(const std::string& host, int port);
 std::string formatAddress(const sockaddr_in& addr);
+/// "peer ID (host:port)": how errors name a connecting peer.
+std::string describePeer(const sockaddr_in& addr, uint64_t id);
 
 void setNonBlocking(int fd);
 void setNoDelay(int fd);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/number_text.h"
 #include "launcher/process_group.h"
 
 namespace megascale::launcher {
@@ -11,12 +12,6 @@ namespace megascale::launcher {
 namespace {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-std::string fixed(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", value);
-  return text;
-}
 
 }  // namespace
 
@@ -140,7 +135,7 @@ std::optional<Fault> FaultDetector::hang(Clock::time_point now, const std::vecto
       f.ranks.push_back(ranks[i].rank);
       longest = std::max(longest, seconds(now - seen_[i].since));
     }
-    f.reason = why + ": no progress for " + fixed(longest) + " s (" + timeout_name + " " + fixed(seconds(timeout)) + " s)";
+    f.reason = why + ": no progress for " + twoDecimals(longest) + " s (" + timeout_name + " " + twoDecimals(seconds(timeout)) + " s)";
     return std::optional<Fault>(f);
   };
   if (!stopped.empty()) return fault(stopped, "is stopped by a signal", stopped_timeout_, "stopped timeout");

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/number_text.h"
 #include "launcher/flight_watch.h"
 
 namespace megascale::launcher {
@@ -20,12 +21,6 @@ namespace {
 
 constexpr char kStatusFile[] = "status";
 constexpr double kLiveSeconds = 30;  // a status older than this belongs to a driver that is gone
-
-std::string fixed(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", value);
-  return text;
-}
 
 std::string utcNow() {
   const std::time_t now = std::time(nullptr);
@@ -70,7 +65,7 @@ std::string statusTable(const std::string& job_id, int restart, const std::vecto
     std::snprintf(line, sizeof(line), "%5d  %-12s %-16s %6s  %-8s  %-36s %8s  %10s  %9llu  %s\n", s.rank,
                   orDash(i < hosts.size() ? hosts[i] : "").c_str(), orDash(s.coordinates).c_str(),
                   s.step >= 0 ? std::to_string(s.step).c_str() : "-", orDash(s.phase).c_str(), orDash(s.operation).c_str(),
-                  s.in_operation_s >= 0 ? fixed(s.in_operation_s).c_str() : "-", stalled >= 0 ? fixed(stalled).c_str() : "-",
+                  s.in_operation_s >= 0 ? twoDecimals(s.in_operation_s).c_str() : "-", stalled >= 0 ? twoDecimals(stalled).c_str() : "-",
                   static_cast<unsigned long long>(s.transport_errors), process.c_str());
     table += line;
   }

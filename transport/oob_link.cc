@@ -11,10 +11,6 @@ namespace megascale::transport {
 
 namespace {
 
-std::string describe(const sockaddr_in& from, uint64_t id) {
-  return "peer " + std::to_string(id) + " (" + formatAddress(from) + ")";
-}
-
 constexpr uint32_t kRefusalBit = 1u << 31;
 constexpr size_t kMaxRefusalText = 1024;
 
@@ -179,19 +175,19 @@ bool OobServer::step(Pending& p, const Answer& answer, std::vector<OobAccepted>*
         p.io.startReceive();
       }
     } else {
-      s = p.io.poll(p.fd.get(), &done, "setup with " + describe(p.from, p.remote_id));
+      s = p.io.poll(p.fd.get(), &done, "setup with " + describePeer(p.from, p.remote_id));
       if (done && p.stage == 1 && p.io.refused()) {
         s = Status(ErrorCode::kPeerLost, "a client's setup message was flagged as a refusal");
       } else if (done && p.stage == 1) {
         std::string reply;
-        p.refusal = answer(OobRequest{p.remote_id, describe(p.from, p.remote_id), p.io.blob()}, &reply, &p.state);
+        p.refusal = answer(OobRequest{p.remote_id, describePeer(p.from, p.remote_id), p.io.blob()}, &reply, &p.state);
         // A client turned away learns why (its side of the error names the listener's reason), then is dropped.
         if (!p.refusal.isOk()) reply = refusalBlob(p.refusal);
         p.io.startSend(std::move(reply), !p.refusal.isOk());
       } else if (done && !p.refusal.isOk()) {
         s = p.refusal;
       } else if (done) {
-        ready->push_back(OobAccepted{OobLink(std::move(p.fd), p.remote_id, describe(p.from, p.remote_id)),
+        ready->push_back(OobAccepted{OobLink(std::move(p.fd), p.remote_id, describePeer(p.from, p.remote_id)),
                                      std::move(p.state)});
         return true;
       }

@@ -20,10 +20,6 @@ namespace {
 
 constexpr char kAddressPrefix[] = "tcp:";
 
-std::string describe(const sockaddr_in& addr, uint64_t id) {
-  return "peer " + std::to_string(id) + " (" + formatAddress(addr) + ")";
-}
-
 class TcpListener : public Listener {
  public:
   TcpListener(const TransportOptions& options) : options_(options) {
@@ -140,7 +136,8 @@ class TcpListener : public Listener {
     g.local_id = hello.local_id;
     g.from = p.from;
     if (++g.arrived == hello.sockets) {
-      ready_.push_back(std::make_unique<TcpRecvComm>(std::move(g.sockets), g.local_id, describe(g.from, g.local_id)));
+      ready_.push_back(
+          std::make_unique<TcpRecvComm>(std::move(g.sockets), g.local_id, describePeer(g.from, g.local_id)));
       groups_.erase(hello.token);
     }
   }
@@ -156,8 +153,8 @@ class TcpListener : public Listener {
       forgetDeparted();
       joins_[hello.token] = inbox;
     }
-    ready_.push_back(std::make_unique<TcpRecvComm>(std::move(sockets), hello.local_id, describe(p.from, hello.local_id),
-                                                   std::move(inbox)));
+    ready_.push_back(std::make_unique<TcpRecvComm>(std::move(sockets), hello.local_id,
+                                                   describePeer(p.from, hello.local_id), std::move(inbox)));
   }
 
   void join(const tcp_wire::HelloInfo& hello, Pending& p) {
