@@ -394,6 +394,9 @@ int HostExecutor::run(volatile int* forward_signal) {
   const StoreAddress store_address = parseStoreUrl(o_.id.store_url);
   ReplicaServer replicas(memory_->path() + "/replicas", localAddressToward(store_address.host, store_address.port),
                          o_.id.secret, c_.host_timeout, log_);
+  // The driver's messages to read start at their count before this executor joins: the driver posts the first
+  // run as soon as it has read every executor's info below, which can be before the reporter starts reading.
+  const int64_t first_message = store_->add(store_keys::kMessages, 0);
   executor_ = static_cast<int>(store_->add(store_keys::kJoined, 1) - 1);
   store_->set(store_keys::info(executor_), encodeExecutorInfo({host_, c_.nproc, replicas.address(), o_.preferred_slot}));
   store_->set(store_keys::beat(executor_), encodeReport(report_));
@@ -405,7 +408,7 @@ int HostExecutor::run(volatile int* forward_signal) {
   flights_ = std::make_unique<FlightWatch>(c_.nproc, defaultDiagnosisDirectory(o_.id.job_id));
   // Scanning a few files' sizes and times is cheap: look often, so a replica trails its ranks by little.
   replicator_ = std::make_unique<Replicator>(memory_->path(), o_.id.secret, std::chrono::milliseconds(20), log_);
-  Reporter reporter(o_.id, executor_, store_->add(store_keys::kMessages, 0), c_.heartbeat, log_);
+  Reporter reporter(o_.id, executor_, first_message, c_.heartbeat, log_);
   auto next_sample = Clock::now();
   while (true) {
     if (group_ && group_->alive() > 0) {
