@@ -27,7 +27,7 @@ build_and_test() {  # build_and_test DIR [cmake args...]
   cmake --build "$dir" -j "$jobs"
   local built=$SECONDS
   local status=0
-  $ctest_prefix ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 300 --output-junit "$PWD/$dir/ctest.xml" \
+  $ctest_prefix ctest --test-dir "$dir" -j "$ctest_jobs" --output-on-failure --timeout 300 --output-junit "$PWD/$dir/ctest.xml" \
     $ctest_filter || status=$?
   # Skipped tests with their reasons; a skip for want of a package setup.sh installs fails the run.
   python3 scripts/skipped_tests.py "$dir/ctest.xml" scripts/setup.sh || status=1
@@ -38,6 +38,7 @@ build_and_test() {  # build_and_test DIR [cmake args...]
 
 ctest_filter=""
 ctest_prefix=""
+ctest_jobs=$jobs
 if [ $quick -eq 1 ]; then
   # The core suites without the multi-process ones (those start 2-8 processes each and take most of the time).
   ctest_filter="-L core -LE multiprocess"
@@ -80,6 +81,10 @@ ctest_prefix="setarch $(uname -m) -R"
 # atexit_sleep_ms: the runtime sleeps a second at exit where other threads are still alive (the library's idle
 # progress and heartbeat threads), to catch them racing with the exit; about 110 of the pass's test processes paid it
 # (its tests 279 s -> 220 s at 100 ms). A tenth of a second still gives a live thread time to run into the exit.
+# One test more than cores: the pass's tests wait more than they compute (instrumented threads handing work over,
+# timeouts of the failure tests); a sampler saw its 2 cores 76% busy at -j2, and the tests took 222 s at -j3 against
+# 277 s at -j2 in one tree, one after the other.
+ctest_jobs=$((jobs + 1))
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 atexit_sleep_ms=100" \
   build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DMEGASCALE_SANITIZE=thread "${sanitizer_build[@]}"
