@@ -82,6 +82,8 @@ CommunicatorOptions CommunicatorOptions::fromEnvironment() {
   o.node.stream_min = bytes("MEGASCALE_SHM_STREAM_MIN", 0);
   o.node.spin = std::chrono::nanoseconds(bytes("MEGASCALE_SHM_SPIN_NS", 0));
   o.inline_bytes = bytes("MEGASCALE_INLINE_BYTES", 0);
+  o.staging.chunk_bytes = bytes("MEGASCALE_STAGING_CHUNK_BYTES", 1);
+  o.staging.slots = bytes("MEGASCALE_STAGING_SLOTS", 1);
   o.link_costs.network = networkLinkCost();
   return o;
 }
@@ -292,6 +294,7 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   task.out = out;
   task.type = type;
   task.op = reduction ? op : mscSum;
+  task.on_device = memory::onDevice(out != nullptr ? out : in);
   return enqueue(std::move(task));
 }
 
@@ -562,7 +565,7 @@ Status Communicator::beginHere(Task& task, bool* done) {
 
 Status Communicator::loneHostSchedule(Task& task, const Schedule** schedule) {
   *schedule = nullptr;
-  if (!servesWholeHost() || !someRowServesWholeHost(task.spec.collective)) return Status::ok();
+  if (task.on_device || !servesWholeHost() || !someRowServesWholeHost(task.spec.collective)) return Status::ok();
   MSC_RETURN_IF_ERROR(resolveAlgorithm(task));
   const ScheduleSpec& spec = task.spec;
   const bool cached = lone_cache_ && lone_cache_->collective == spec.collective &&
@@ -655,6 +658,8 @@ Status Communicator::prepareRun(Task& task, bool shared_driver, PreparedRun* out
   ctx.scratch = &scratch_;
   ctx.host = host_stage_.get();
   ctx.shared_driver = shared_driver;
+  ctx.queues = &queues_;
+  ctx.staging = options_.staging;
   if (task.spec.collective == Collective::kSendRecv) {
     std::vector<void*> buffers = {nullptr, nullptr, nullptr};
     for (const PointToPoint& p : task.p2p) buffers.push_back(p.buffer);
@@ -677,7 +682,7 @@ Status Communicator::resolveAlgorithm(Task& task) {
   task.resolved = true;
   if (!choose && task.spec.algorithm != Algorithm::kHierarchical) return Status::ok();
   task.spec.hosts = layout_.get();
-  task.spec.host_steps = host_stage_ != nullptr;
+  task.spec.host_steps = host_stage_ != nullptr && !task.on_device;
   if (!choose) return Status::ok();
   // Ranks of one host meet through a network transport when none of this rank's transports shares memory
   // (MEGASCALE_TRANSPORT=tcp): the chooser prices their link as the network's. Only the choice reads the links.

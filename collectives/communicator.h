@@ -51,6 +51,7 @@ struct CommunicatorOptions {
   size_t inline_bytes = 64 << 10;   // MEGASCALE_INLINE_BYTES
   LinkCosts link_costs;             // MEGASCALE_NET_MBPS, MEGASCALE_NET_LATENCY_US: the algorithm cost model's
   bool flight_recorder = true;      // MEGASCALE_FLIGHT_RECORDER: record operations (its children inherit it)
+  memory::StagingPlan staging;      // MEGASCALE_STAGING_CHUNK_BYTES, MEGASCALE_STAGING_SLOTS: device buffers' transfers
 
   /// Options from the MEGASCALE_* environment (config registry).
   static CommunicatorOptions fromEnvironment();
@@ -162,6 +163,7 @@ class Communicator {
     const char* p2p_name = "send/recv";
     bool started = false;   // its start is recorded (it began on the caller's thread)
     bool resolved = false;  // its algorithm is chosen and its spec knows the host layout (resolveAlgorithm)
+    bool on_device = false; // its buffers are device memory: no node engine step (it reads host memory only)
     uint32_t seq = 0;
     uint32_t tag = 0;
     uint64_t record = 0;  // its flight-recorder ticket
@@ -290,6 +292,7 @@ class Communicator {
   std::function<int(int)> world_rank_of_;  // this communicator's rank -> the world's
   std::atomic<uint32_t> children_{0};     // splits so far
   ScratchCache scratch_;                    // the thread running a task
+  memory::QueueCache queues_;               // device engines' queues (the communicator's streams)
   // A one-host communicator's latest lone host-step schedule and what it was built for: a training loop repeats a
   // few operations, which find it here instead of building one each (the thread running a task).
   struct LoneSchedule {

@@ -32,6 +32,7 @@ struct ScheduleRun::Node {
   transport::RecvComm* recv = nullptr;
   transport::Request* request = nullptr;
   uint64_t host_ticket = 0;  // host steps: the host stage's ticket
+  uint64_t engine_ticket = 0;  // local steps on device buffers: the engine queue's ticket
   enum State : uint8_t { kWaiting, kPosted, kDone } state = kWaiting;
   size_t deps_begin = 0, deps_end = 0;  // in the run's flat list of earlier nodes this one must wait for
   bool isTransfer() const { return step->kind == Step::kSend || step->kind == Step::kRecv; }
@@ -43,9 +44,31 @@ struct ScheduleRun::Node {
   }
 };
 
+// What a run on device buffers holds: the space, its queue, and the device scratch and host staging it took.
+// Whatever the run's end, the queue finishes what it was given before they are freed.
+struct DeviceRun {
+  memory::MemorySpace* space = nullptr;
+  memory::EngineQueue* queue = nullptr;
+  std::unique_ptr<memory::EngineQueue> own_queue;
+  void* scratch = nullptr;
+  void* staging = nullptr;
+  memory::StagedSchedule staged;
+  uint64_t average_ticket = 0;  // the division of mscAvg, queued once the last phase is done
+  DeviceRun() = default;
+  DeviceRun(const DeviceRun&) = delete;
+  DeviceRun& operator=(const DeviceRun&) = delete;
+  ~DeviceRun() {
+    if (queue != nullptr) (void)queue->drain();
+    if (space != nullptr) {
+      if (scratch != nullptr) space->release(scratch);
+      if (staging != nullptr) space->releaseStaging(staging);
+    }
+  }
+};
+
 // Everything a run keeps between advances (the locals of a blocking executor).
 struct ScheduleRun::State {
-  const Schedule& schedule;
+  const Schedule* plan;  // the caller's schedule, or its staged rewrite (device buffers)
   std::vector<void*> buffers;
   mscDataType_t type;
   mscRedOp_t op;
@@ -71,6 +94,8 @@ struct ScheduleRun::State {
   uint32_t host_steps_started = 0;
   HostStage* host_in_use = nullptr;  // set once a host step started: a run that ends early must stop the stage
   bool finished = false;
+  DeviceRun device;  // device buffers only
+  size_t device_posted = 0;  // local steps queued on the device and not seen done
 
   Deadline deadline{};
   IdleBackoff backoff;
@@ -78,7 +103,7 @@ struct ScheduleRun::State {
   uint32_t spins = 0;
 
   State(const Schedule& s, std::vector<void*> b, mscDataType_t t, mscRedOp_t o, PeerLinks& l, ExecutionContext c)
-      : schedule(s), buffers(std::move(b)), type(t), op(o), links(l), ctx(std::move(c)), es(dtypeSize(t)) {}
+      : plan(&s), buffers(std::move(b)), type(t), op(o), links(l), ctx(std::move(c)), es(dtypeSize(t)) {}
 
   uint8_t* at(const Slice& slice) const { return static_cast<uint8_t*>(buffers[slice.buffer]) + slice.offset * es; }
   Status fail(ErrorCode code, const std::string& why) const {
@@ -95,8 +120,11 @@ struct ScheduleRun::State {
   }
 
   Status start();
+  Status setUpDevice();
   Status admit(size_t p, bool connect, bool* pending);
-  void runLocal(const Step& step);
+  Status runLocal(Node& n);
+  Status testLocal(Node& n, bool* moved);
+  Status averageOnDevice(bool* done);
   Status startHostStep(const Step& step, uint64_t* ticket);
   Status pass(bool* moved, bool* slot_wait);
   void retireFinishedPhases();
@@ -110,10 +138,15 @@ struct ScheduleRun::State {
 // Scratch, and the addresses of every peer not connected yet in one store round trip (not one each).
 Status ScheduleRun::State::start() {
   started = true;
+  if (buffers.size() <= kScratch) buffers.resize(kScratch + 1, nullptr);
+  MSC_RETURN_IF_ERROR(setUpDevice());
   uint8_t* scratch = nullptr;
-  if (schedule.scratch_count > 0) {
-    const size_t bytes = schedule.scratch_count * es;
-    if (ctx.scratch != nullptr) {
+  if (plan->scratch_count > 0) {
+    const size_t bytes = plan->scratch_count * es;
+    if (device.space != nullptr) {
+      device.scratch = device.space->allocate(bytes);
+      scratch = static_cast<uint8_t*>(device.scratch);
+    } else if (ctx.scratch != nullptr) {
       scratch = ctx.scratch->get(bytes, owned);
     } else {
       owned.reset(new (std::nothrow) uint8_t[bytes]);
@@ -121,10 +154,9 @@ Status ScheduleRun::State::start() {
     }
     if (scratch == nullptr) return fail(ErrorCode::kSystem, "cannot allocate " + std::to_string(bytes) + " bytes of scratch");
   }
-  if (buffers.size() <= kScratch) buffers.resize(kScratch + 1, nullptr);
   buffers[kScratch] = scratch;
   std::vector<int> unconnected;
-  for (const Phase& phase : schedule.phases) {
+  for (const Phase& phase : plan->phases) {
     for (const Step& step : phase.comm) {
       if (step.isHost() || step.peer < 0) continue;
       const bool connected = step.kind == Step::kSend ? links.connectedSendComm(step.peer) != nullptr
@@ -135,10 +167,70 @@ Status ScheduleRun::State::start() {
   std::sort(unconnected.begin(), unconnected.end());
   unconnected.erase(std::unique(unconnected.begin(), unconnected.end()), unconnected.end());
   if (unconnected.size() > 1) links.prefetch(unconnected);
-  phase_first.assign(schedule.phases.size() + 1, 0);
+  phase_first.assign(plan->phases.size() + 1, 0);
   timeline = log::enabled(log::kTrace);
   started_at = Clock::now();
   deadline = deadlineAfter(ctx.timeout);
+  return Status::ok();
+}
+
+namespace {
+
+std::string bufferName(size_t i) {
+  if (i == kInput) return "input";
+  if (i == kOutput) return "output";
+  return "buffer " + std::to_string(i - kUser);
+}
+
+}  // namespace
+
+// The operation's memory space, found once from its buffers' addresses. Device buffers (all in one space): the
+// transfers stage through host memory (memory/staging.h) and the local steps go to the space's queue.
+Status ScheduleRun::State::setUpDevice() {
+  memory::MemorySpace* space = nullptr;
+  size_t space_at = 0, host_at = SIZE_MAX;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (i == kScratch || buffers[i] == nullptr) continue;
+    memory::MemorySpace* here = nullptr;
+    Status s = memory::spaceOf(buffers[i], &here);
+    if (!s.isOk()) return fail(s.code(), "the " + bufferName(i) + ": " + s.message());
+    if (here == nullptr) {
+      host_at = std::min(host_at, i);
+    } else if (space == nullptr) {
+      space = here;
+      space_at = i;
+    } else if (here != space) {
+      return fail(ErrorCode::kInvalidArgument, "the " + bufferName(space_at) + " is " + space->name() + " memory and the " +
+                                                   bufferName(i) + " " + here->name() +
+                                                   " memory: an operation's buffers lie in one memory space");
+    }
+  }
+  if (space == nullptr) return Status::ok();
+  if (host_at != SIZE_MAX) {
+    return fail(ErrorCode::kInvalidArgument, "the " + bufferName(space_at) + " is " + space->name() + " memory and the " +
+                                                 bufferName(host_at) +
+                                                 " host memory: an operation's buffers lie in one memory space");
+  }
+  for (const Phase& phase : plan->phases) {
+    for (const Step& step : phase.comm) {
+      if (step.isHost()) return fail(ErrorCode::kInternal, "a shared-memory (node engine) step on " + space->name() + " buffers");
+    }
+  }
+  device.space = space;
+  Status s = ctx.queues != nullptr ? ctx.queues->queueFor(space, &device.queue) : space->openQueue(&device.own_queue);
+  if (!s.isOk()) return fail(s.code(), space->name() + ": " + s.message());
+  if (device.own_queue) device.queue = device.own_queue.get();
+  device.staged = memory::stageTransfers(*plan, es, ctx.staging, static_cast<uint16_t>(buffers.size()));
+  plan = &device.staged.schedule;
+  if (device.staged.staging_count > 0) {
+    const size_t bytes = device.staged.staging_count * es;
+    device.staging = space->allocateStaging(bytes);
+    if (device.staging == nullptr) {
+      return fail(ErrorCode::kSystem, "cannot allocate " + std::to_string(bytes) + " bytes of host staging (" +
+                                          ctx.staging.describe() + ")");
+    }
+    buffers.push_back(device.staging);
+  }
   return Status::ok();
 }
 
@@ -151,7 +243,7 @@ Status ScheduleRun::State::start() {
 // at once; *pending while one is under way. Phases ahead enter only on comms already connected.
 Status ScheduleRun::State::admit(size_t p, bool connect, bool* pending) {
   *pending = false;
-  const Phase& phase = schedule.phases[p];
+  const Phase& phase = plan->phases[p];
   const size_t first = nodes.size();
   for (const auto* steps : {&phase.comm, &phase.local}) {
     for (const Step& step : *steps) {
@@ -207,12 +299,56 @@ Status ScheduleRun::State::admit(size_t p, bool connect, bool* pending) {
   return Status::ok();
 }
 
-void ScheduleRun::State::runLocal(const Step& step) {
-  if (step.kind == Step::kCopy) {
-    if (step.a.count > 0 && at(step.a) != at(step.dst)) std::memmove(at(step.dst), at(step.a), step.a.count * es);
-  } else {
-    reduceElements(type, op, at(step.dst), at(step.a), at(step.b), step.dst.count);
+// Host buffers: the step runs here and now. Device buffers: it is queued, and done once its ticket is.
+Status ScheduleRun::State::runLocal(Node& n) {
+  const Step& step = *n.step;
+  const bool copy = step.kind == Step::kCopy;
+  if (copy && (step.a.count == 0 || at(step.a) == at(step.dst))) {
+    n.state = Node::kDone;
+    return Status::ok();
   }
+  if (device.queue == nullptr) {
+    if (copy) {
+      std::memmove(at(step.dst), at(step.a), step.a.count * es);
+    } else {
+      reduceElements(type, op, at(step.dst), at(step.a), at(step.b), step.dst.count);
+    }
+    n.state = Node::kDone;
+    return Status::ok();
+  }
+  Status s = copy ? device.queue->copy(at(step.dst), at(step.a), step.a.count * es, &n.engine_ticket)
+                  : device.queue->reduce(type, op, at(step.dst), at(step.a), at(step.b), step.dst.count, &n.engine_ticket);
+  if (!s.isOk()) return fail(s.code(), device.space->name() + ": " + s.message());
+  n.state = Node::kPosted;
+  ++device_posted;
+  return Status::ok();
+}
+
+// mscAvg on device buffers: the division is queued once the last phase is done, and the run ends with it.
+Status ScheduleRun::State::averageOnDevice(bool* done) {
+  *done = false;
+  Status s;
+  if (device.average_ticket == 0) {
+    s = device.queue->divide(type, at(plan->result), plan->result.count, ctx.nranks_for_average, &device.average_ticket);
+    if (!s.isOk()) return fail(s.code(), device.space->name() + ": " + s.message());
+  }
+  s = device.queue->test(device.average_ticket, done);
+  if (!s.isOk()) return fail(s.code(), device.space->name() + ": " + s.message());
+  if (!*done && aborted()) return fail(ErrorCode::kAborted, "aborted by the user");
+  return Status::ok();
+}
+
+// A queued local step: done once the engine says so.
+Status ScheduleRun::State::testLocal(Node& n, bool* moved) {
+  bool done = false;
+  Status s = device.queue->test(n.engine_ticket, &done);
+  if (!s.isOk()) return fail(s.code(), device.space->name() + ": " + s.message());
+  if (done) {
+    n.state = Node::kDone;
+    --device_posted;
+    *moved = true;
+  }
+  return Status::ok();
 }
 
 bool isLoneHostStep(const Schedule& s) {
@@ -262,10 +398,12 @@ Status ScheduleRun::State::pass(bool* moved, bool* slot_wait) {
     Node& n = nodes[i];
     if (n.state == Node::kDone) continue;
     if (!n.isComm()) {
-      if (!ready(n)) continue;
-      runLocal(*n.step);
-      n.state = Node::kDone;
-      *moved = true;
+      if (n.state == Node::kWaiting) {
+        if (!ready(n)) continue;
+        MSC_RETURN_IF_ERROR(runLocal(n));
+        *moved = true;
+      }
+      if (n.state == Node::kPosted) MSC_RETURN_IF_ERROR(testLocal(n, moved));
       continue;
     }
     const Step& step = *n.step;
@@ -337,9 +475,9 @@ void ScheduleRun::State::retireFinishedPhases() {
     if (!done) break;
     if (timeline) {
       const double now_ms = std::chrono::duration<double, std::milli>(Clock::now() - started_at).count();
-      const Phase& phase = schedule.phases[oldest];
+      const Phase& phase = plan->phases[oldest];
       MSC_LOG_TRACE("%s: phase %zu/%zu done at %.3f ms (%zu transfers, %zu local steps), %.3f ms as the oldest",
-                    ctx.operation.c_str(), oldest, schedule.phases.size(), now_ms, phase.comm.size(), phase.local.size(),
+                    ctx.operation.c_str(), oldest, plan->phases.size(), now_ms, phase.comm.size(), phase.local.size(),
                     now_ms - oldest_since_ms);
       oldest_since_ms = now_ms;
     }
@@ -354,7 +492,7 @@ void ScheduleRun::State::retireFinishedPhases() {
 Status ScheduleRun::State::waitToConnect(RunWait& wait) {
   if (aborted()) return fail(ErrorCode::kAborted, "aborted by the user");
   if (Clock::now() > deadline) {
-    for (const Step& step : schedule.phases[oldest].comm) {
+    for (const Step& step : plan->phases[oldest].comm) {
       if (step.isHost()) continue;
       const bool send = step.kind == Step::kSend;
       if (send ? links.connectedSendComm(step.peer) == nullptr : links.connectedRecvComm(step.peer) == nullptr) {
@@ -392,9 +530,10 @@ Status ScheduleRun::State::checkStalled() {
   std::string waiting;
   for (size_t i = phase_first[oldest]; i < phase_first[oldest + 1]; ++i) {
     const Node& n = nodes[i];
-    if (n.state == Node::kDone || !n.isComm()) continue;
+    if (n.state == Node::kDone || (!n.isComm() && n.state != Node::kPosted)) continue;
     waiting += (waiting.empty() ? "" : ", ");
     if (n.step->isHost()) waiting += "the shared-memory stage among the host's " + ctx.host->describeHost();
+    else if (!n.isComm()) waiting += "the " + device.space->name() + " engine";
     else waiting += std::string(n.step->kind == Step::kSend ? "send to " : "receive from ") + links.describePeer(n.step->peer);
   }
   return fail(ErrorCode::kTimeout, "no progress for " + std::to_string(ctx.timeout.count()) + " ms in phase " +
@@ -448,8 +587,8 @@ Status ScheduleRun::advance(bool* done) {
     *done = true;
     if (!s.isOk()) return s;
     st.finished = true;
-    if (st.op == mscAvg && st.schedule.result.count > 0) {
-      finishAverage(st.type, st.at(st.schedule.result), st.schedule.result.count, st.ctx.nranks_for_average);
+    if (st.op == mscAvg && st.plan->result.count > 0 && st.device.queue == nullptr) {
+      finishAverage(st.type, st.at(st.plan->result), st.plan->result.count, st.ctx.nranks_for_average);
     }
     return s;
   };
@@ -466,7 +605,7 @@ Status ScheduleRun::advance(bool* done) {
     }
   }
   wait_.kind = RunWait::kIdle;
-  while (st.oldest < st.schedule.phases.size()) {
+  while (st.oldest < st.plan->phases.size()) {
     if (st.admitted == st.oldest) {
       bool pending = false;
       Status s = st.admit(st.oldest, true, &pending);
@@ -477,7 +616,7 @@ Status ScheduleRun::advance(bool* done) {
       }
     }
     // Phases ahead join while the window has room; one whose comms are not connected yet waits to be the oldest.
-    while (st.admitted < st.schedule.phases.size() && st.admitted < st.oldest + kDataFlowWindowPhases &&
+    while (st.admitted < st.plan->phases.size() && st.admitted < st.oldest + kDataFlowWindowPhases &&
            st.unconnected_from != st.oldest && st.nodes.size() - st.phase_first[st.oldest] < kWindowSteps) {
       bool pending = false;
       (void)st.admit(st.admitted, false, &pending);
@@ -492,17 +631,27 @@ Status ScheduleRun::advance(bool* done) {
       st.deadline = deadlineAfter(st.ctx.timeout);
       continue;
     }
-    if (st.oldest >= st.schedule.phases.size()) break;
+    if (st.oldest >= st.plan->phases.size()) break;
     if (st.aborted()) return finish(st.fail(ErrorCode::kAborted, "aborted by the user"));
     s = st.checkStalled();
     if (!s.isOk()) return finish(s);
     const bool sockets_first = st.backoff.socketsFirst() || (st.ctx.shared_driver && st.backoff.pastSpins());
-    if (!slot_wait && sockets_first && st.sleepOnSockets(wait_)) {
+    // Device work completes without a descriptor to wake a poll: while some is queued, the run naps instead.
+    if (!slot_wait && sockets_first && st.device_posted == 0 && st.sleepOnSockets(wait_)) {
       st.backoff.rested();
       return Status::ok();
     }
     wait_.pause = st.backoff.next();
     return Status::ok();
+  }
+  if (st.device.queue != nullptr && st.op == mscAvg && st.plan->result.count > 0) {
+    bool averaged = false;
+    Status s = st.averageOnDevice(&averaged);
+    if (!s.isOk()) return finish(s);
+    if (!averaged) {
+      wait_.pause = st.backoff.next();
+      return Status::ok();
+    }
   }
   return finish(Status::ok());
 }

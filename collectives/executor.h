@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "collectives/host_stage.h"
+#include "collectives/memory/memory_space.h"
+#include "collectives/memory/staging.h"
 #include "collectives/peer_links.h"
 #include "collectives/schedule.h"
 #include "common/backoff.h"
@@ -48,6 +50,10 @@ struct ExecutionContext {
   bool shared_driver = false;
   /// The flight recorder's note of whom a stalled run waits for (a rank of the group); null: none kept.
   std::atomic<int32_t>* waiting_for = nullptr;
+  /// Device buffers: the communicator's queues (null: the run opens its own) and how transfers stage through
+  /// host memory (the same on every rank).
+  memory::QueueCache* queues = nullptr;
+  memory::StagingPlan staging;
 };
 
 /// What a run that cannot move on waits for before its next advance(): its descriptors (with the rank's

@@ -57,6 +57,11 @@ std::vector<Knob>& registry() {
        "instead of yielding (set it when emulated hosts in network namespaces share one machine)"},
       {"MEGASCALE_INLINE_BYTES", Type::kInt, "65536", "bytes", "collectives",
        "shared-memory collectives up to this size run on the calling thread when nothing is queued (0: never)"},
+      {"MEGASCALE_STAGING_CHUNK_BYTES", Type::kInt, "1048576", "bytes", "collectives",
+       "device buffers over a transport that reads host memory only: the piece a transfer is copied through host "
+       "memory in (the same on every rank)"},
+      {"MEGASCALE_STAGING_SLOTS", Type::kInt, "4", "", "collectives",
+       "device buffers' staging: pieces in flight per peer and direction (host staging per peer: slots x chunk)"},
       {"MEGASCALE_KERNELS", Type::kString, "auto", "", "collectives",
        "reduction kernels: auto (widest the CPU runs), avx512, avx2 or scalar"},
       {"MEGASCALE_UNIQUE_ID", Type::kString, "", "", "bootstrap",

@@ -1,6 +1,8 @@
 // Runs under megascale-run: every collective x dtype x op x in/out-of-place x awkward counts through the
 // C API, each result compared bit for bit with the exact answer. Exits non-zero, naming the first failures,
-// if any rank saw a wrong element. Inputs are small integers, so every sum, product, min and max is exact
+// if any rank saw a wrong element. --memory fake-device puts every buffer on the fake device
+// (collectives/memory/fake_device.h), filled and read back through its engine: the same check on device buffers.
+// Inputs are small integers, so every sum, product, min and max is exact
 // in every dtype whatever the reduction order.
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "collectives/dtype.h"
+#include "collectives/memory/fake_device.h"
 #include "megascale/megascale.h"
 #include "testbed/reference/reference_values.h"
 
@@ -21,6 +24,7 @@ using namespace megascale;
 
 int g_rank = 0, g_size = 1;
 long g_failures = 0, g_checked = 0;
+bool g_fake_device = false;
 
 void check(mscResult_t r, const std::string& what) {
   if (r != mscSuccess) {
@@ -62,8 +66,39 @@ void runCase(const Case& c, mscDataType_t type, mscRedOp_t op, bool in_place, si
   for (size_t i = 0; i < c.send_count; ++i) reference::encode(type, input(g_rank, i, op), s, i);
   std::string what = c.name + " " + dtypeName(type) + " " + opName(op) + (in_place ? " in-place" : " out-of-place") +
                      " count " + std::to_string(count);
-  check(c.run(s, r, type, op, comm), what);
+  // On the fake device: the same layout in device memory, the receive side's 0xA5 included.
+  std::vector<uint8_t>& whole_r = in_place ? one : recv;
+  uint8_t* run_s = s;
+  uint8_t* run_r = r;
+  void* device_s = nullptr;
+  void* device_r = nullptr;
+  memory::FakeDeviceSpace& device = memory::fakeDevice();
+  if (g_fake_device) {
+    device_r = device.allocate(whole_r.size());
+    if (!in_place) device_s = device.allocate(send.size());
+    if (device_r == nullptr || (!in_place && device_s == nullptr)) {
+      std::fprintf(stderr, "rank %d: %s: the fake device is full\n", g_rank, what.c_str());
+      std::exit(1);
+    }
+    check(memory::copyBlocking(device_r, whole_r.data(), whole_r.size()).isOk() ? mscSuccess : mscInternalError, what);
+    if (!in_place) check(memory::copyBlocking(device_s, send.data(), send.size()).isOk() ? mscSuccess : mscInternalError, what);
+    uint8_t* base = static_cast<uint8_t*>(device_r);
+    run_r = base + (r - whole_r.data());
+    run_s = in_place ? base + (s - whole_r.data()) : static_cast<uint8_t*>(device_s);
+  }
+  const uint64_t items_before = device.itemsRun();
+  check(c.run(run_s, run_r, type, op, comm), what);
   check(mscCommSynchronize(comm), what);
+  if (g_fake_device) {
+    check(memory::copyBlocking(whole_r.data(), device_r, whole_r.size()).isOk() ? mscSuccess : mscInternalError, what);
+    // Bytes that crossed to another rank went through host staging, copied by the device's engine.
+    if (g_size > 1 && count > 0 && device.itemsRun() == items_before) {
+      std::fprintf(stderr, "rank %d: %s: the device's engine ran nothing\n", g_rank, what.c_str());
+      ++g_failures;
+    }
+    device.release(device_r);
+    device.release(device_s);
+  }
   long wrong = 0;
   for (size_t i = 0; i < c.recv_count; ++i) {
     double v;
@@ -103,8 +138,7 @@ std::vector<Case> casesFor(size_t count) {
       {"sendrecv", count, count, 2 * count, 0, count, false,
        [=](const void* s, void* r, mscDataType_t t, mscRedOp_t, mscComm_t c) {
          if (g_size == 1) {
-           if (count > 0) std::memmove(r, s, count * dtypeSize(t));
-           return mscSuccess;
+           return memory::copyBlocking(r, s, count * dtypeSize(t)).isOk() ? mscSuccess : mscInternalError;
          }
          mscGroupStart();
          mscSend(s, count, t, next, c);
@@ -118,7 +152,7 @@ std::vector<Case> casesFor(size_t count) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "collective_check: %s\nusage: collective_check [--describe] [--collectives all_reduce,...] "
-               "[--dtypes float,int8,...] [--ops sum,avg,...] [COUNT...]\n",
+               "[--dtypes float,int8,...] [--ops sum,avg,...] [--memory host|fake-device] [COUNT...]\n",
                why);
   std::exit(2);
 }
@@ -163,6 +197,11 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--dtypes") == 0) {
       if (!has_value) usage("--dtypes needs a list");
       types = parseList<mscDataType_t>(argv[++i], parseDtype, "dtype");
+    } else if (std::strcmp(argv[i], "--memory") == 0) {
+      if (!has_value) usage("--memory needs host or fake-device");
+      const std::string memory = argv[++i];
+      if (memory != "host" && memory != "fake-device") usage(("unknown memory " + memory).c_str());
+      g_fake_device = memory == "fake-device";
     } else if (std::strcmp(argv[i], "--ops") == 0) {
       if (!has_value) usage("--ops needs a list");
       ops = parseList<mscRedOp_t>(argv[++i], parseOp, "op");

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstring>
 #include <numeric>
 #include <thread>
 #include <vector>
 
+#include "collectives/algorithms/registry.h"
+#include "collectives/memory/fake_device.h"
 #include "transport/registry.h"
 
 namespace megascale {
@@ -48,7 +51,8 @@ class ExecutorTest : public ::testing::Test {
 
   // Runs the two ranks' schedules at once on int32 sum; returns their statuses.
   std::array<Status, 2> run(const Schedule& s0, const Schedule& s1, std::vector<void*> buffers0, std::vector<void*> buffers1,
-                            std::chrono::milliseconds timeout = 20s) {
+                            std::chrono::milliseconds timeout = 20s, mscDataType_t type = mscInt32, mscRedOp_t op = mscSum,
+                            const memory::StagingPlan& staging = {}) {
     std::array<Status, 2> status;
     std::array<const Schedule*, 2> schedules{&s0, &s1};
     std::array<std::vector<void*>, 2> buffers{buffers0, buffers1};
@@ -59,7 +63,9 @@ class ExecutorTest : public ::testing::Test {
         ctx.rank = r;
         ctx.operation = "test schedule";
         ctx.timeout = timeout;
-        status[r] = executeSchedule(*schedules[r], buffers[r], mscInt32, mscSum, *links_[r], ctx);
+        ctx.nranks_for_average = 2;
+        ctx.staging = staging;
+        status[r] = executeSchedule(*schedules[r], buffers[r], type, op, *links_[r], ctx);
       });
     }
     for (auto& t : threads) t.join();
@@ -149,6 +155,66 @@ TEST_F(ExecutorTest, AMissingMessageTimesOutNamingThePhaseAndPeer) {
   EXPECT_NE(s.message().find("rank 0"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("phase 0"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("receive from rank 1"), std::string::npos) << s.message();
+}
+
+// Device buffers (the fake device: the host cannot touch them): every all-reduce schedule, staged through host
+// memory in small pieces, gives bit for bit the host buffers' result, its copies and reductions run by the device's
+// engine.
+TEST_F(ExecutorTest, SchedulesOnDeviceBuffersGiveTheHostResultBitForBit) {
+  memory::FakeDeviceSpace& device = memory::fakeDevice();
+  const size_t n = 5001;
+  for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kRecursiveHalvingDoubling, Algorithm::kDirect,
+                              Algorithm::kDoubleBinaryTree, Algorithm::kPipelinedRing}) {
+    for (mscRedOp_t op : {mscSum, mscAvg, mscMax}) {
+      std::array<Schedule, 2> schedules;
+      std::array<std::vector<float>, 2> in, host_out;
+      for (int r = 0; r < 2; ++r) {
+        schedules[r] = buildSchedule(ScheduleSpec{Collective::kAllReduce, algorithm, n, r, 2, 0, false});
+        in[r].resize(n);
+        for (size_t i = 0; i < n; ++i) in[r][i] = 0.1f * static_cast<float>((i * 7 + static_cast<size_t>(r) * 3) % 101) - 3.3f;
+        host_out[r].assign(n, 0.0f);
+      }
+      auto status = run(schedules[0], schedules[1], {in[0].data(), host_out[0].data()}, {in[1].data(), host_out[1].data()},
+                        20s, mscFloat32, op);
+      ASSERT_TRUE(status[0].isOk() && status[1].isOk()) << status[0].message() << status[1].message();
+      std::array<void*, 2> device_in{}, device_out{};
+      for (int r = 0; r < 2; ++r) {
+        device_in[r] = device.allocate(n * sizeof(float));
+        device_out[r] = device.allocate(n * sizeof(float));
+        ASSERT_TRUE(memory::copyBlocking(device_in[r], in[r].data(), n * sizeof(float)).isOk());
+      }
+      const uint64_t items_before = device.itemsRun();
+      status = run(schedules[0], schedules[1], {device_in[0], device_out[0]}, {device_in[1], device_out[1]}, 20s, mscFloat32, op,
+                   memory::StagingPlan{1024, 2});
+      ASSERT_TRUE(status[0].isOk() && status[1].isOk()) << status[0].message() << status[1].message();
+      EXPECT_GT(device.itemsRun() - items_before, 2 * n * sizeof(float) / 1024) << "each piece is copied by the engine";
+      for (int r = 0; r < 2; ++r) {
+        std::vector<float> got(n);
+        ASSERT_TRUE(memory::copyBlocking(got.data(), device_out[r], n * sizeof(float)).isOk());
+        EXPECT_EQ(std::memcmp(got.data(), host_out[r].data(), n * sizeof(float)), 0)
+            << algorithmName(algorithm) << " " << static_cast<int>(op) << " rank " << r;
+        device.release(device_in[r]);
+        device.release(device_out[r]);
+      }
+    }
+  }
+}
+
+// An operation's buffers lie in one space: a host input with a device output is refused, naming both.
+TEST_F(ExecutorTest, HostAndDeviceBuffersInOneOperationAreRefusedNamingBoth) {
+  memory::FakeDeviceSpace& device = memory::fakeDevice();
+  std::vector<int32_t> in(10, 1);
+  void* out = device.allocate(10 * sizeof(int32_t));
+  ExecutionContext ctx;
+  ctx.rank = 0;
+  ctx.operation = "test schedule";
+  Schedule s{{Phase{{}, {Step{Step::kCopy, -1, Slice{kInput, 0, 10}, {}, Slice{kOutput, 0, 10}}}}}};
+  Status status = executeSchedule(s, {in.data(), out}, mscInt32, mscSum, *links_[0], ctx);
+  device.release(out);
+  ASSERT_EQ(status.code(), ErrorCode::kInvalidArgument) << status.message();
+  EXPECT_NE(status.message().find("output is fake-device memory and the input host memory"), std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("rank 0"), std::string::npos) << status.message();
 }
 
 }  // namespace

@@ -21,8 +21,9 @@ struct Message {
 struct RankState {
   Schedule schedule;
   size_t phase = 0;
-  uint8_t* bases[3] = {nullptr, nullptr, nullptr};
+  uint8_t* bases[kUser + 1] = {nullptr, nullptr, nullptr, nullptr};
   std::vector<uint8_t> scratch;
+  std::vector<uint8_t> extra;  // the rewrite's buffer (kUser)
 };
 
 struct Range {
@@ -33,7 +34,8 @@ struct Range {
 
 }  // namespace
 
-SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp_t op, std::vector<RankBuffers>& buffers) {
+SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp_t op, std::vector<RankBuffers>& buffers,
+                          const ScheduleRewrite& rewrite) {
   const int n = base.nranks;
   const size_t es = dtypeSize(type);
   SimulationResult result;
@@ -51,6 +53,11 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
     ScheduleSpec spec = base;
     spec.rank = r;
     ranks[r].schedule = buildSchedule(spec);
+    if (rewrite) {
+      size_t extra_count = 0;
+      ranks[r].schedule = rewrite(ranks[r].schedule, &extra_count);
+      ranks[r].extra.assign(extra_count * es, 0xEE);
+    }
     ranks[r].scratch.assign(ranks[r].schedule.scratch_count * es, 0xCD);
     uint8_t* outp = buffers[r].output.data();
     uint8_t* inp = buffers[r].input.data();
@@ -65,11 +72,15 @@ SimulationResult simulate(const ScheduleSpec& base, mscDataType_t type, mscRedOp
     ranks[r].bases[kInput] = inp;
     ranks[r].bases[kOutput] = outp;
     ranks[r].bases[kScratch] = ranks[r].scratch.data();
+    ranks[r].bases[kUser] = ranks[r].extra.data();
   }
   const size_t limits[2] = {inputCount(base), outputCount(base)};
   auto inBounds = [&](int r, const Slice& s) {
-    size_t limit = s.buffer == kScratch ? ranks[r].schedule.scratch_count : s.buffer < kScratch ? limits[s.buffer] : 0;
-    return s.buffer <= kScratch && s.offset + s.count <= limit;
+    size_t limit = s.buffer == kScratch ? ranks[r].schedule.scratch_count
+                   : s.buffer == kUser  ? ranks[r].extra.size() / es
+                   : s.buffer < kScratch ? limits[s.buffer]
+                                         : 0;
+    return s.buffer <= kUser && s.offset + s.count <= limit;
   };
   for (int r = 0; r < n; ++r) {
     for (size_t p = 0; p < ranks[r].schedule.phases.size(); ++p) {

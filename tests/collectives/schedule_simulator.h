@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,13 @@ struct SimulationResult {
   std::vector<std::vector<bool>> heard_from;  // [rank][other]: a message chain from other reached rank
 };
 
-/// Builds the schedules for spec (rank varies), lays out buffers as the executor does for in-place,
-/// runs them and leaves the results in buffers[rank].output.
-SimulationResult simulate(const ScheduleSpec& spec, mscDataType_t type, mscRedOp_t op, std::vector<RankBuffers>& buffers);
+/// A rewrite of each rank's schedule before it runs (staging through host memory): the new schedule, and in
+/// *extra_count the elements of the buffer kUser it adds.
+using ScheduleRewrite = std::function<Schedule(const Schedule&, size_t* extra_count)>;
+
+/// Builds the schedules for spec (rank varies), rewritten by `rewrite` if given, lays out buffers as the executor
+/// does for in-place, runs them and leaves the results in buffers[rank].output.
+SimulationResult simulate(const ScheduleSpec& spec, mscDataType_t type, mscRedOp_t op, std::vector<RankBuffers>& buffers,
+                          const ScheduleRewrite& rewrite = nullptr);
 
 }  // namespace megascale::testing
