@@ -11,6 +11,7 @@
 #include <string>
 
 #include "collectives/dtype.h"
+#include "bench/bench_memory.h"
 #include "bench/byte_size.h"
 #include "bench/table_format.h"
 #include "testbed/reference/reference_values.h"
@@ -58,7 +59,8 @@ void usage(const char* name) {
               "  --net-plugin <path>      sendrecv_perf: point-to-point through this NCCL net plugin next to the bare\n"
               "                           megascale transport (pairs of ranks 0-1, 2-3, ...)\n"
               "  --net-plugin-version <v> the plugin version to drive (v8..v11; default the newest exported)\n"
-              "  --net-plugin-rounds <n>  alternating transport/plugin rounds, each one's best reported (default 5)\n",
+              "  --net-plugin-rounds <n>  alternating transport/plugin rounds, each one's best reported (default 5)\n"
+              "  --memory <where>         host (default), pinned or device (the rank's GPU), fake-device (no GPU)\n",
               name);
 }
 
@@ -79,6 +81,7 @@ PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test) 
       {"net-plugin", required_argument, nullptr, kNetPluginFlag},
       {"net-plugin-version", required_argument, nullptr, kNetPluginVersionFlag},
       {"net-plugin-rounds", required_argument, nullptr, kNetPluginRoundsFlag},
+      {"memory", required_argument, nullptr, kMemoryFlag},
       {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:m:N:c:d:o:r:z:a:t:g:p:h", longs, nullptr)) != -1) {
@@ -98,6 +101,15 @@ PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test) 
       case kNetPluginFlag: o.net_plugin = optarg; break;
       case kNetPluginVersionFlag: o.net_plugin_version = optarg; break;
       case kNetPluginRoundsFlag: o.net_plugin_rounds = parseInt("--net-plugin-rounds", optarg, 1); break;
+      case kMemoryFlag: {
+        BenchMemory::Kind kind;
+        if (!BenchMemory::parse(optarg, &kind)) {
+          std::fprintf(stderr, "%s: unknown memory '%s' (host, pinned, device or fake-device)\n", test.name, optarg);
+          std::exit(2);
+        }
+        o.memory = optarg;
+        break;
+      }
       case 't':
       case 'g':
         if (parseInt(c == 't' ? "-t" : "-g", optarg, 1) != 1) {
@@ -178,8 +190,63 @@ double combineTime(double local, int mode, mscComm_t comm, int nranks) {
   return mode == 1 ? all / nranks : all;
 }
 
+// Host buffers the tool fills and checks, and the buffers the collective runs on: the same ones in host memory,
+// else copies in the --memory space (copied in before a run and out after, outside the timed loop).
 struct Buffers {
   std::vector<uint8_t> send, recv, in_place, expected;
+  const BenchMemory* memory = nullptr;
+  uint8_t* run_send = nullptr;
+  uint8_t* run_recv = nullptr;
+  uint8_t* run_in_place = nullptr;
+
+  Buffers() = default;
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  ~Buffers() {
+    if (memory == nullptr || memory->isHost()) return;
+    memory->release(run_send);
+    memory->release(run_recv);
+    memory->release(run_in_place);
+  }
+  void place(const BenchMemory& m) {
+    memory = &m;
+    if (m.isHost()) {
+      run_send = send.data();
+      run_recv = recv.data();
+      run_in_place = in_place.data();
+      return;
+    }
+    run_send = static_cast<uint8_t*>(m.allocate(send.size()));
+    run_recv = static_cast<uint8_t*>(m.allocate(recv.size()));
+    run_in_place = static_cast<uint8_t*>(m.allocate(in_place.size()));
+    if (run_send == nullptr || run_recv == nullptr || run_in_place == nullptr) {
+      std::fprintf(stderr, "cannot allocate %zu bytes of %s memory\n", send.size() + recv.size() + in_place.size(),
+                   m.describe().c_str());
+      std::exit(1);
+    }
+  }
+  // Host contents to the run buffers of one layout, and back.
+  void copyIn(bool in_place_layout) {
+    if (memory->isHost()) return;
+    if (in_place_layout) {
+      copyOrExit(run_in_place, in_place.data(), in_place.size());
+    } else {
+      copyOrExit(run_send, send.data(), send.size());
+      copyOrExit(run_recv, recv.data(), recv.size());
+    }
+  }
+  void copyOut(bool in_place_layout) {
+    if (memory->isHost()) return;
+    if (in_place_layout) copyOrExit(in_place.data(), run_in_place, in_place.size());
+    else copyOrExit(recv.data(), run_recv, recv.size());
+  }
+  static void copyOrExit(void* dst, const void* src, size_t bytes) {
+    Status s = memory::copyBlocking(dst, src, bytes);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "copying %zu bytes to or from the run's buffers: %s\n", bytes, s.message().c_str());
+      std::exit(1);
+    }
+  }
 };
 
 // One timed measurement (out-of-place or in-place) and its data check. Returns the time in us; sets *wrong to
@@ -189,12 +256,16 @@ double measure(const CollectiveTest& test, const PerfOptions& o, const Geometry&
                int root, bool in_place, mscComm_t comm, int rank, int nranks, Buffers& b, int64_t* wrong,
                int64_t* own_wrong) {
   size_t es = reference::elementBytes(type);
-  uint8_t* base = in_place ? b.in_place.data() : nullptr;
-  uint8_t* recv = in_place ? base + g.in_place_recv_offset * es : b.recv.data();
-  uint8_t* send = in_place ? base + g.in_place_send_offset * es : b.send.data();
+  uint8_t* host_base = in_place ? b.in_place.data() : nullptr;
+  uint8_t* host_recv = in_place ? host_base + g.in_place_recv_offset * es : b.recv.data();
+  uint8_t* host_send = in_place ? host_base + g.in_place_send_offset * es : b.send.data();
+  uint8_t* run_base = in_place ? b.run_in_place : nullptr;
+  uint8_t* recv = in_place ? run_base + g.in_place_recv_offset * es : b.run_recv;
+  uint8_t* send = in_place ? run_base + g.in_place_send_offset * es : b.run_send;
   std::vector<uint8_t>& cleared = in_place ? b.in_place : b.recv;
   auto fill = [&](int seed) {
-    for (size_t i = 0; i < g.send_count; ++i) reference::encode(type, inputValue(rank, i, seed, op), send, i);
+    for (size_t i = 0; i < g.send_count; ++i) reference::encode(type, inputValue(rank, i, seed, op), host_send, i);
+    b.copyIn(in_place);
   };
   fill(0);
   for (int w = 0; w < o.warmup; ++w) check(test.run(send, recv, g, type, op, root, comm), test.name);
@@ -225,12 +296,13 @@ double measure(const CollectiveTest& test, const PerfOptions& o, const Geometry&
       fill(seed);
       check(test.run(send, recv, g, type, op, root, comm), test.name);
       check(mscCommSynchronize(comm), "synchronize");
+      b.copyOut(in_place);
       for (size_t i = 0; i < g.recv_count; ++i) {
         bool defined = true;
         double v = test.expected(g, rank, nranks, root, op, i, seed, &defined);
         if (!defined) continue;
         reference::encodeReduced(type, op, v, nranks, b.expected.data(), 0);
-        if (std::memcmp(b.expected.data(), recv + i * es, es) != 0) ++local_wrong;
+        if (std::memcmp(b.expected.data(), host_recv + i * es, es) != 0) ++local_wrong;
       }
     }
     *own_wrong += local_wrong;
@@ -244,7 +316,8 @@ double measure(const CollectiveTest& test, const PerfOptions& o, const Geometry&
   return us;
 }
 
-void printHeader(const CollectiveTest& test, const PerfOptions& o, mscComm_t comm, int rank, int nranks) {
+void printHeader(const CollectiveTest& test, const PerfOptions& o, const BenchMemory& memory, mscComm_t comm, int rank,
+                 int nranks) {
   struct Who {
     int pid;
     char host[64];
@@ -259,7 +332,8 @@ void printHeader(const CollectiveTest& test, const PerfOptions& o, mscComm_t com
                 "validation: %d graph: 0\n#\n",
                 o.min_bytes, o.max_bytes, o.step_factor != 0 ? o.step_factor : static_cast<double>(o.step_bytes),
                 o.step_factor != 0 ? "factor" : "bytes", o.warmup, o.iters, o.agg, o.check > 0 ? 1 : 0);
-    std::printf("# megascale %d.%d.%d %s\n#\n# Using devices\n", MSC_MAJOR, MSC_MINOR, MSC_PATCH, description);
+    std::printf("# megascale %d.%d.%d %s\n# buffers: %s memory\n#\n# Using devices\n", MSC_MAJOR, MSC_MINOR, MSC_PATCH,
+                description, memory.describe().c_str());
     for (int r = 0; r < nranks; ++r) {
       std::printf("#  Rank %2d Group  0 Pid %6d on %10s device  0 [cpu]\n", r, all[r].pid, all[r].host);
     }
@@ -315,7 +389,16 @@ int runPerfTest(const CollectiveTest& test, int argc, char** argv, NetPluginMode
     mscResult_t done = mscCommDestroy(comm);
     return status != 0 ? status : done == mscSuccess ? 0 : 1;
   }
-  printHeader(test, o, comm, rank, nranks);
+  BenchMemory memory;
+  std::string why;
+  BenchMemory::Kind kind = BenchMemory::kHost;
+  BenchMemory::parse(o.memory, &kind);
+  const char* local_rank = std::getenv("MEGASCALE_LOCAL_RANK");
+  if (!BenchMemory::open(kind, local_rank != nullptr ? std::atoi(local_rank) : 0, &memory, &why)) {
+    std::fprintf(stderr, "%s: rank %d: %s\n", test.name, rank, why.c_str());
+    return 2;
+  }
+  printHeader(test, o, memory, comm, rank, nranks);
   int64_t errors = 0, own_errors = 0;
   double bw_sum = 0;
   int bw_count = 0;
@@ -333,6 +416,7 @@ int runPerfTest(const CollectiveTest& test, int argc, char** argv, NetPluginMode
             b.recv.assign(std::max<size_t>(g.recv_count, 1) * es, 0);
             b.in_place.assign(std::max<size_t>(g.in_place_count, 1) * es, 0);
             b.expected.assign(es, 0);
+            b.place(memory);
             int64_t wrong_out, wrong_in = -1;
             int r = root < 0 ? 0 : root;
             double t_out = measure(test, o, g, type, op, r, false, comm, rank, nranks, b, &wrong_out, &own_errors);

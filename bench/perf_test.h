@@ -53,9 +53,10 @@ struct PerfOptions {
   std::string net_plugin;          // --net-plugin PATH
   std::string net_plugin_version;  // --net-plugin-version vN; "" = newest
   int net_plugin_rounds = 5;       // --net-plugin-rounds: alternating transport/plugin rounds
+  std::string memory = "host";     // --memory host|pinned|device|fake-device (bench_memory.h)
 };
 
-constexpr int kNetPluginFlag = 1001, kNetPluginVersionFlag = 1002, kNetPluginRoundsFlag = 1003;
+constexpr int kNetPluginFlag = 1001, kNetPluginVersionFlag = 1002, kNetPluginRoundsFlag = 1003, kMemoryFlag = 1004;
 
 /// Parses the flags; exits with status 2 and a message on bad input (as nccl-tests does).
 PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test);

@@ -1,14 +1,16 @@
 // Scalar 16-bit float conversions with internal linkage (static inline): the per-ISA kernel files compile
 // these with different instruction sets, and internal linkage keeps the linker from handing one ISA's copy
-// to another (an AVX-512 copy must never run on an AVX2-only CPU). Round to nearest even.
+// to another (an AVX-512 copy must never run on an AVX2-only CPU). Round to nearest even. They compile for the
+// GPU too (host_device.h): the CUDA reduce kernels convert with the same code.
 #pragma once
 
-#include <bit>
 #include <cstdint>
+
+#include "collectives/kernels/host_device.h"
 
 namespace megascale::half_float {
 
-static inline float halfToFloat(uint16_t h) {
+static inline MSC_HOST_DEVICE float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
   uint32_t mant = h & 0x3ff;
@@ -29,11 +31,11 @@ static inline float halfToFloat(uint16_t h) {
   } else {
     bits = sign | (exp + 127 - 15) << 23 | mant << 13;
   }
-  return std::bit_cast<float>(bits);
+  return host_device::floatFromBits(bits);
 }
 
-static inline uint16_t floatToHalf(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
+static inline MSC_HOST_DEVICE uint16_t floatToHalf(float f) {
+  uint32_t x = host_device::floatBits(f);
   uint32_t sign = (x >> 16) & 0x8000;
   uint32_t abs = x & 0x7fffffff;
   if (abs >= 0x7f800000) return uint16_t(sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0));  // inf, nan
@@ -52,13 +54,13 @@ static inline uint16_t floatToHalf(float f) {
   return uint16_t(sign | ((rounded - 0x38000000) >> 13));
 }
 
-static inline float bf16ToFloat(uint16_t b) {
+static inline MSC_HOST_DEVICE float bf16ToFloat(uint16_t b) {
   uint32_t bits = uint32_t(b) << 16;
-  return std::bit_cast<float>(bits);
+  return host_device::floatFromBits(bits);
 }
 
-static inline uint16_t floatToBf16(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
+static inline MSC_HOST_DEVICE uint16_t floatToBf16(float f) {
+  uint32_t x = host_device::floatBits(f);
   uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
   uint32_t quiet_nan = (x >> 16) | 0x40u;
   return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);  // branch-free: vectorizes

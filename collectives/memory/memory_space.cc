@@ -11,7 +11,7 @@
 #include <shared_mutex>
 #include <vector>
 
-#include "transport/cuda_memory.h"
+#include "collectives/memory/cuda_space.h"
 
 namespace megascale::memory {
 
@@ -92,12 +92,15 @@ Status spaceOf(const void* data, MemorySpace** space) {
       }
     }
   }
-  if (!cudaDriverLoaded()) return Status::ok();
-  const transport::CudaDriver& cuda = transport::CudaDriver::get();
-  if (cuda.available() && cuda.isDevicePointer(data)) {
-    return Status(ErrorCode::kUnavailable, "the buffer at " + addressText(data) +
-                                               " is CUDA device memory, and this build has no CUDA engine");
+  int device = -1;
+  if (!cudaDriverLoaded() || !CudaSpace::deviceOf(data, &device)) return Status::ok();
+  CudaSpace* cuda = nullptr;
+  Status s = CudaSpace::forDevice(device, &cuda);
+  if (!s.isOk()) {
+    return Status(s.code(), "the buffer at " + addressText(data) + " is memory of GPU " + std::to_string(device) + ": " +
+                                s.message());
   }
+  *space = cuda;
   return Status::ok();
 }
 

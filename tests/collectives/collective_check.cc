@@ -1,7 +1,8 @@
 // Runs under megascale-run: every collective x dtype x op x in/out-of-place x awkward counts through the
 // C API, each result compared bit for bit with the exact answer. Exits non-zero, naming the first failures,
 // if any rank saw a wrong element. --memory fake-device puts every buffer on the fake device
-// (collectives/memory/fake_device.h), filled and read back through its engine: the same check on device buffers.
+// (collectives/memory/fake_device.h), --memory device on the rank's GPU (local rank modulo the GPUs), filled and
+// read back through the space's engine: the same check on device buffers.
 // Inputs are small integers, so every sum, product, min and max is exact
 // in every dtype whatever the reduction order.
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "collectives/dtype.h"
+#include "collectives/memory/cuda_space.h"
 #include "collectives/memory/fake_device.h"
 #include "megascale/megascale.h"
 #include "testbed/reference/reference_values.h"
@@ -24,7 +26,7 @@ using namespace megascale;
 
 int g_rank = 0, g_size = 1;
 long g_failures = 0, g_checked = 0;
-bool g_fake_device = false;
+memory::MemorySpace* g_space = nullptr;  // --memory: where the buffers lie (null: host)
 
 void check(mscResult_t r, const std::string& what) {
   if (r != mscSuccess) {
@@ -72,12 +74,12 @@ void runCase(const Case& c, mscDataType_t type, mscRedOp_t op, bool in_place, si
   uint8_t* run_r = r;
   void* device_s = nullptr;
   void* device_r = nullptr;
-  memory::FakeDeviceSpace& device = memory::fakeDevice();
-  if (g_fake_device) {
-    device_r = device.allocate(whole_r.size());
-    if (!in_place) device_s = device.allocate(send.size());
+  memory::FakeDeviceSpace& fake = memory::fakeDevice();
+  if (g_space != nullptr) {
+    device_r = g_space->allocate(whole_r.size());
+    if (!in_place) device_s = g_space->allocate(send.size());
     if (device_r == nullptr || (!in_place && device_s == nullptr)) {
-      std::fprintf(stderr, "rank %d: %s: the fake device is full\n", g_rank, what.c_str());
+      std::fprintf(stderr, "rank %d: %s: %s is full\n", g_rank, what.c_str(), g_space->name().c_str());
       std::exit(1);
     }
     check(memory::copyBlocking(device_r, whole_r.data(), whole_r.size()).isOk() ? mscSuccess : mscInternalError, what);
@@ -86,18 +88,18 @@ void runCase(const Case& c, mscDataType_t type, mscRedOp_t op, bool in_place, si
     run_r = base + (r - whole_r.data());
     run_s = in_place ? base + (s - whole_r.data()) : static_cast<uint8_t*>(device_s);
   }
-  const uint64_t items_before = device.itemsRun();
+  const uint64_t items_before = fake.itemsRun();
   check(c.run(run_s, run_r, type, op, comm), what);
   check(mscCommSynchronize(comm), what);
-  if (g_fake_device) {
+  if (g_space != nullptr) {
     check(memory::copyBlocking(whole_r.data(), device_r, whole_r.size()).isOk() ? mscSuccess : mscInternalError, what);
     // Bytes that crossed to another rank went through host staging, copied by the device's engine.
-    if (g_size > 1 && count > 0 && device.itemsRun() == items_before) {
+    if (g_space == &fake && g_size > 1 && count > 0 && fake.itemsRun() == items_before) {
       std::fprintf(stderr, "rank %d: %s: the device's engine ran nothing\n", g_rank, what.c_str());
       ++g_failures;
     }
-    device.release(device_r);
-    device.release(device_s);
+    g_space->release(device_r);
+    g_space->release(device_s);
   }
   long wrong = 0;
   for (size_t i = 0; i < c.recv_count; ++i) {
@@ -152,7 +154,7 @@ std::vector<Case> casesFor(size_t count) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "collective_check: %s\nusage: collective_check [--describe] [--collectives all_reduce,...] "
-               "[--dtypes float,int8,...] [--ops sum,avg,...] [--memory host|fake-device] [COUNT...]\n",
+               "[--dtypes float,int8,...] [--ops sum,avg,...] [--memory host|device|fake-device] [COUNT...]\n",
                why);
   std::exit(2);
 }
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
   std::set<std::string> only_collectives;
   std::vector<mscDataType_t> types;
   std::vector<mscRedOp_t> ops;
+  std::string memory_kind = "host";
   for (int i = 1; i < argc; ++i) {
     bool has_value = i + 1 < argc;
     if (std::strcmp(argv[i], "--describe") == 0) {
@@ -198,10 +201,11 @@ int main(int argc, char** argv) {
       if (!has_value) usage("--dtypes needs a list");
       types = parseList<mscDataType_t>(argv[++i], parseDtype, "dtype");
     } else if (std::strcmp(argv[i], "--memory") == 0) {
-      if (!has_value) usage("--memory needs host or fake-device");
-      const std::string memory = argv[++i];
-      if (memory != "host" && memory != "fake-device") usage(("unknown memory " + memory).c_str());
-      g_fake_device = memory == "fake-device";
+      if (!has_value) usage("--memory needs host, device or fake-device");
+      memory_kind = argv[++i];
+      if (memory_kind != "host" && memory_kind != "device" && memory_kind != "fake-device") {
+        usage(("unknown memory " + memory_kind).c_str());
+      }
     } else if (std::strcmp(argv[i], "--ops") == 0) {
       if (!has_value) usage("--ops needs a list");
       ops = parseList<mscRedOp_t>(argv[++i], parseOp, "op");
@@ -222,6 +226,19 @@ int main(int argc, char** argv) {
   }
   if (ops.empty()) {
     for (int op = 0; op < mscNumOps; ++op) ops.push_back(static_cast<mscRedOp_t>(op));
+  }
+  if (memory_kind == "fake-device") g_space = &memory::fakeDevice();
+  if (memory_kind == "device") {
+    const int gpus = memory::CudaSpace::deviceCount();
+    const char* local = std::getenv("MEGASCALE_LOCAL_RANK");
+    memory::CudaSpace* cuda = nullptr;
+    const Status s = gpus == 0 ? Status(ErrorCode::kUnavailable, "no GPU: " + memory::CudaApi::get().why)
+                               : memory::CudaSpace::forDevice((local != nullptr ? std::atoi(local) : 0) % gpus, &cuda);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "collective_check: --memory device: %s\n", s.message().c_str());
+      return 2;
+    }
+    g_space = cuda;
   }
   mscComm_t comm;
   check(mscCommInitFromEnv(&comm), "init");
