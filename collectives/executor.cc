@@ -45,8 +45,11 @@ struct ScheduleRun::Node {
 };
 
 // What a run on device buffers holds: the space, its queue, and the device scratch and host staging it took.
-// Whatever the run's end, the queue finishes what it was given before they are freed.
+// Whatever the run's end, they are freed only once the queue has finished what it was given; a device that does
+// not finish within kDeviceReleaseWait (a hung kernel, after the run failed on its timeout) keeps them: memory
+// the device may still write is never handed back, and the caller is not held up.
 struct DeviceRun {
+  static constexpr std::chrono::milliseconds kDeviceReleaseWait{1000};
   memory::MemorySpace* space = nullptr;
   memory::EngineQueue* queue = nullptr;
   std::unique_ptr<memory::EngineQueue> own_queue;
@@ -54,11 +57,20 @@ struct DeviceRun {
   void* staging = nullptr;
   memory::StagedSchedule staged;
   uint64_t average_ticket = 0;  // the division of mscAvg, queued once the last phase is done
+  bool averaged = false;
+  size_t posted = 0;  // local steps queued and not seen done
   DeviceRun() = default;
   DeviceRun(const DeviceRun&) = delete;
   DeviceRun& operator=(const DeviceRun&) = delete;
   ~DeviceRun() {
-    if (queue != nullptr) (void)queue->drain();
+    if (queue != nullptr && (posted > 0 || (average_ticket != 0 && !averaged))) {
+      const Status drained = queue->drain(kDeviceReleaseWait);
+      if (!drained.isOk()) {
+        MSC_LOG_WARN("%s: an operation's device work is still queued (%s): its scratch and staging stay allocated",
+                     space->name().c_str(), drained.message().c_str());
+        return;
+      }
+    }
     if (space != nullptr) {
       if (scratch != nullptr) space->release(scratch);
       if (staging != nullptr) space->releaseStaging(staging);
@@ -95,7 +107,6 @@ struct ScheduleRun::State {
   HostStage* host_in_use = nullptr;  // set once a host step started: a run that ends early must stop the stage
   bool finished = false;
   DeviceRun device;  // device buffers only
-  size_t device_posted = 0;  // local steps queued on the device and not seen done
 
   Deadline deadline{};
   IdleBackoff backoff;
@@ -320,7 +331,7 @@ Status ScheduleRun::State::runLocal(Node& n) {
                   : device.queue->reduce(type, op, at(step.dst), at(step.a), at(step.b), step.dst.count, &n.engine_ticket);
   if (!s.isOk()) return fail(s.code(), device.space->name() + ": " + s.message());
   n.state = Node::kPosted;
-  ++device_posted;
+  ++device.posted;
   return Status::ok();
 }
 
@@ -334,7 +345,12 @@ Status ScheduleRun::State::averageOnDevice(bool* done) {
   }
   s = device.queue->test(device.average_ticket, done);
   if (!s.isOk()) return fail(s.code(), device.space->name() + ": " + s.message());
+  device.averaged = *done;
   if (!*done && aborted()) return fail(ErrorCode::kAborted, "aborted by the user");
+  if (!*done && Clock::now() > deadline) {
+    return fail(ErrorCode::kTimeout, "no progress for " + std::to_string(ctx.timeout.count()) + " ms waiting for the " +
+                                         device.space->name() + " engine (the average's division; a hung device?)");
+  }
   return Status::ok();
 }
 
@@ -345,7 +361,7 @@ Status ScheduleRun::State::testLocal(Node& n, bool* moved) {
   if (!s.isOk()) return fail(s.code(), device.space->name() + ": " + s.message());
   if (done) {
     n.state = Node::kDone;
-    --device_posted;
+    --device.posted;
     *moved = true;
   }
   return Status::ok();
@@ -637,7 +653,7 @@ Status ScheduleRun::advance(bool* done) {
     if (!s.isOk()) return finish(s);
     const bool sockets_first = st.backoff.socketsFirst() || (st.ctx.shared_driver && st.backoff.pastSpins());
     // Device work completes without a descriptor to wake a poll: while some is queued, the run naps instead.
-    if (!slot_wait && sockets_first && st.device_posted == 0 && st.sleepOnSockets(wait_)) {
+    if (!slot_wait && sockets_first && st.device.posted == 0 && st.sleepOnSockets(wait_)) {
       st.backoff.rested();
       return Status::ok();
     }

@@ -47,6 +47,7 @@ CudaApi::CudaApi() {
   bindSymbol(library, "cuStreamCreate", &streamCreate, &missing);
   bindSymbol(library, "cuStreamDestroy_v2", &streamDestroy, &missing);
   bindSymbol(library, "cuStreamSynchronize", &streamSynchronize, &missing);
+  bindSymbol(library, "cuStreamQuery", &streamQuery, &missing);
   bindSymbol(library, "cuEventCreate", &eventCreate, &missing);
   bindSymbol(library, "cuEventRecord", &eventRecord, &missing);
   bindSymbol(library, "cuEventQuery", &eventQuery, &missing);

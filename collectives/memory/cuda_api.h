@@ -41,6 +41,7 @@ struct CudaApi {
   Result (*streamCreate)(Handle* stream, unsigned flags) = nullptr;
   Result (*streamDestroy)(Handle stream) = nullptr;
   Result (*streamSynchronize)(Handle stream) = nullptr;
+  Result (*streamQuery)(Handle stream) = nullptr;
   Result (*eventCreate)(Handle* event, unsigned flags) = nullptr;
   Result (*eventRecord)(Handle event, Handle stream) = nullptr;
   Result (*eventQuery)(Handle event) = nullptr;

@@ -1,6 +1,8 @@
 #include "collectives/memory/cuda_space.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -38,10 +40,10 @@ Status cudaFailure(const std::string& what, CudaApi::Result rc) {
 class CudaQueue : public EngineQueue {
  public:
   CudaQueue(CudaSpace& space, CudaApi::Handle stream) : space_(space), stream_(stream) {}
+  // No wait: the driver frees a stream and its events once the work queued on them is done.
   ~CudaQueue() override {
     const CudaApi& api = CudaApi::get();
     ContextScope scope(space_.context());
-    api.streamSynchronize(stream_);
     for (auto& [ticket, event] : events_) api.eventDestroy(event);
     for (CudaApi::Handle event : spare_events_) api.eventDestroy(event);
     api.streamDestroy(stream_);
@@ -83,11 +85,26 @@ class CudaQueue : public EngineQueue {
     return Status::ok();
   }
 
-  Status drain() override {
-    std::lock_guard lock(mutex_);
-    ContextScope scope(space_.context());
-    const CudaApi::Result rc = CudaApi::get().streamSynchronize(stream_);
-    return rc == CudaApi::kSuccess ? Status::ok() : cudaFailure(space_.name() + ": waiting for the stream", rc);
+  // Polls the stream rather than synchronizing with it, so that a hung kernel costs the caller `limit`, not forever.
+  Status drain(std::chrono::milliseconds limit) override {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    auto pause = std::chrono::microseconds(10);
+    while (true) {
+      CudaApi::Result rc;
+      {
+        std::lock_guard lock(mutex_);
+        ContextScope scope(space_.context());
+        rc = CudaApi::get().streamQuery(stream_);
+      }
+      if (rc == CudaApi::kSuccess) return Status::ok();
+      if (rc != CudaApi::kNotReady) return cudaFailure(space_.name() + ": waiting for the stream", rc);
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Status(ErrorCode::kTimeout, space_.name() + ": the stream's work not finished after " +
+                                               std::to_string(limit.count()) + " ms");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
   }
 
  private:

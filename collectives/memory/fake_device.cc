@@ -31,8 +31,8 @@ size_t alignUp(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment
 class FakeQueue : public EngineQueue {
  public:
   explicit FakeQueue(FakeDeviceSpace& space) : space_(space), thread_([this](std::stop_token stop) { loop(stop); }) {}
+  // Items still queued are dropped; the one running finishes first (the thread joins).
   ~FakeQueue() override {
-    (void)drain();
     thread_.request_stop();
     cv_.notify_all();
   }
@@ -53,10 +53,11 @@ class FakeQueue : public EngineQueue {
     if (*done) finished_.erase(ticket);
     return Status::ok();
   }
-  Status drain() override {
+  Status drain(std::chrono::milliseconds limit) override {
     std::unique_lock lock(mutex_);
-    idle_cv_.wait(lock, [&] { return pending_.empty() && !running_; });
-    return Status::ok();
+    if (idle_cv_.wait_for(lock, limit, [&] { return pending_.empty() && !running_; })) return Status::ok();
+    return Status(ErrorCode::kTimeout, "fake-device: " + std::to_string(pending_.size() + (running_ ? 1 : 0)) +
+                                           " queued item(s) not finished after " + std::to_string(limit.count()) + " ms");
   }
 
  private:
@@ -102,8 +103,11 @@ class FakeQueue : public EngineQueue {
     std::minstd_rand pick(static_cast<unsigned>(reinterpret_cast<uintptr_t>(this)));
     std::unique_lock lock(mutex_);
     while (true) {
-      cv_.wait(lock, stop, [&] { return !pending_.empty(); });
-      if (pending_.empty()) return;  // stopped
+      // A stalled engine (a hung kernel, for tests) looks again every millisecond.
+      while (!cv_.wait_for(lock, stop, std::chrono::milliseconds(1), [&] { return !pending_.empty() && !space_.stalled(); })) {
+        if (stop.stop_requested()) return;
+      }
+      if (stop.stop_requested()) return;
       const size_t at = pick() % pending_.size();
       const Item item = pending_[at];
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(at));

@@ -5,6 +5,7 @@
 // it computes what the host kernels compute: a schedule on fake device buffers must give the host result.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -37,6 +38,9 @@ class FakeDeviceSpace : public MemorySpace {
   /// Items the engine has run, over all queues (tests check that device work went through it).
   uint64_t itemsRun() const;
   void countItem();
+  /// A stalled engine starts nothing until it is resumed: a hung kernel, for the tests of timeouts and aborts.
+  void setStalled(bool stalled) { stalled_.store(stalled); }
+  bool stalled() const { return stalled_.load(); }
 
  private:
   int fd_ = -1;
@@ -47,6 +51,7 @@ class FakeDeviceSpace : public MemorySpace {
   std::map<size_t, size_t> free_;  // offset -> bytes
   std::map<size_t, size_t> used_;  // offset -> bytes
   uint64_t items_run_ = 0;
+  std::atomic<bool> stalled_{false};
 };
 
 /// The process's fake device (1 GiB of addresses), registered as a space at its first use.

@@ -125,7 +125,7 @@ void unregisterSpace(MemorySpace* space) {
   r.spaces.erase(std::remove(r.spaces.begin(), r.spaces.end(), space), r.spaces.end());
 }
 
-Status copyBlocking(void* dst, const void* src, size_t bytes) {
+Status copyBlocking(void* dst, const void* src, size_t bytes, std::chrono::milliseconds limit) {
   if (bytes == 0) return Status::ok();
   MemorySpace* to = nullptr;
   MemorySpace* from = nullptr;
@@ -146,7 +146,7 @@ Status copyBlocking(void* dst, const void* src, size_t bytes) {
   if (!queue) MSC_RETURN_IF_ERROR(space->openQueue(&queue));
   uint64_t ticket = 0;
   MSC_RETURN_IF_ERROR(queue->copy(dst, src, bytes, &ticket));
-  return queue->drain();
+  return queue->drain(limit);
 }
 
 }  // namespace megascale::memory

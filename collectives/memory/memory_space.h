@@ -6,6 +6,7 @@
 // posts a step, polls its ticket, and never blocks on the device.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -34,8 +35,9 @@ class EngineQueue {
   virtual Status divide(mscDataType_t type, void* buf, size_t count, int divisor, uint64_t* ticket) = 0;
   /// Whether the item of `ticket` has finished; an error is the device's (the queue is unusable after it).
   virtual Status test(uint64_t ticket, bool* done) = 0;
-  /// Waits until every item queued so far has finished (a run that ends early lets go of its buffers so).
-  virtual Status drain() = 0;
+  /// Waits until every item queued so far has finished, for at most `limit`: kTimeout when the device has not
+  /// finished them by then (a hung kernel), so that no caller waits forever on a device.
+  virtual Status drain(std::chrono::milliseconds limit) = 0;
 };
 
 /// A kind of memory other than plain host memory, with its allocator and engine.
@@ -81,7 +83,8 @@ bool onDevice(const void* data);
 void registerSpace(MemorySpace* space);
 void unregisterSpace(MemorySpace* space);
 
-/// Blocking copies between host memory and any space, for tools and tests (the executor never blocks so).
-Status copyBlocking(void* dst, const void* src, size_t bytes);
+/// Blocking copies between host memory and any space, for tools and tests (the executor never blocks so); kTimeout
+/// when the device has not finished it within `limit`.
+Status copyBlocking(void* dst, const void* src, size_t bytes, std::chrono::milliseconds limit = std::chrono::minutes(5));
 
 }  // namespace megascale::memory

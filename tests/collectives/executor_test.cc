@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -215,6 +216,64 @@ TEST_F(ExecutorTest, HostAndDeviceBuffersInOneOperationAreRefusedNamingBoth) {
   EXPECT_NE(status.message().find("output is fake-device memory and the input host memory"), std::string::npos)
       << status.message();
   EXPECT_NE(status.message().find("rank 0"), std::string::npos) << status.message();
+}
+
+// A device that stops (a hung kernel): the operation fails on its timeout naming the engine, the caller is not held
+// up past it, and once the device runs again the same queue serves the next operation.
+TEST_F(ExecutorTest, AHungDeviceFailsTheOperationOnItsTimeoutAndTheQueueServesTheNextOne) {
+  memory::FakeDeviceSpace& device = memory::fakeDevice();
+  const size_t n = 1000;
+  std::vector<int32_t> host(n, 7), back(n, 0);
+  void* in = device.allocate(n * sizeof(int32_t));
+  void* out = device.allocate(n * sizeof(int32_t));
+  ASSERT_TRUE(memory::copyBlocking(in, host.data(), n * sizeof(int32_t)).isOk());
+  memory::QueueCache queues;  // a communicator's: both operations use one queue
+  ExecutionContext ctx;
+  ctx.rank = 0;
+  ctx.operation = "test schedule";
+  ctx.timeout = 300ms;
+  ctx.queues = &queues;
+  const Schedule copy{{Phase{{}, {Step{Step::kCopy, -1, Slice{kInput, 0, n}, {}, Slice{kOutput, 0, n}}}}}};
+  device.setStalled(true);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = executeSchedule(copy, {in, out}, mscInt32, mscSum, *links_[0], ctx);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  device.setStalled(false);
+  ASSERT_EQ(s.code(), ErrorCode::kTimeout) << s.message();
+  EXPECT_NE(s.message().find("waiting for the fake-device engine"), std::string::npos) << s.message();
+  EXPECT_LT(seconds, 0.3 + 1.0 + 2.0) << "the timeout, the bounded release wait, and slack";
+  s = executeSchedule(copy, {in, out}, mscInt32, mscSum, *links_[0], ctx);
+  ASSERT_TRUE(s.isOk()) << s.message();
+  ASSERT_TRUE(memory::copyBlocking(back.data(), out, n * sizeof(int32_t)).isOk());
+  EXPECT_EQ(back, host);
+  device.release(in);
+  device.release(out);
+}
+
+// An abort while device work is queued ends the operation at once with the named error.
+TEST_F(ExecutorTest, AnAbortWithDeviceWorkInFlightEndsTheOperation) {
+  memory::FakeDeviceSpace& device = memory::fakeDevice();
+  void* buf = device.allocate(4096);
+  std::atomic<bool> aborted{false};
+  ExecutionContext ctx;
+  ctx.rank = 0;
+  ctx.operation = "test schedule";
+  ctx.timeout = 60s;
+  ctx.aborted = &aborted;
+  const Schedule copy{{Phase{{}, {Step{Step::kCopy, -1, Slice{kInput, 0, 512}, {}, Slice{kOutput, 512, 512}}}}}};
+  device.setStalled(true);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(100ms);
+    aborted = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = executeSchedule(copy, {buf, buf}, mscInt32, mscSum, *links_[0], ctx);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  aborter.join();
+  device.setStalled(false);
+  EXPECT_EQ(s.code(), ErrorCode::kAborted) << s.message();
+  EXPECT_LT(seconds, 5.0);
+  device.release(buf);
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST(CudaSpaceTest, EveryKernelIsTheHostKernelBitForBit) {
         finishAverage(type, want.data(), n, 3);
         ASSERT_TRUE(queue->divide(type, dd, n, 3, &ticket).isOk());
       }
-      ASSERT_TRUE(queue->drain().isOk());
+      ASSERT_TRUE(queue->drain(std::chrono::seconds(60)).isOk());
       bool done = false;
       ASSERT_TRUE(queue->test(ticket, &done).isOk());
       EXPECT_TRUE(done);
@@ -125,7 +125,7 @@ TEST(CudaSpaceTest, CopiesThroughPinnedStagingArrive) {
   const std::vector<uint8_t> sent(pinned, pinned + bytes);
   uint64_t in = 0, out = 0;
   ASSERT_TRUE(queue->copy(device, pinned, bytes, &in).isOk());
-  ASSERT_TRUE(queue->drain().isOk());
+  ASSERT_TRUE(queue->drain(std::chrono::seconds(60)).isOk());
   std::memset(pinned, 0, bytes);
   ASSERT_TRUE(queue->copy(pinned, device, bytes, &out).isOk());
   bool done = false;

@@ -101,7 +101,7 @@ TEST(FakeDeviceTest, ReductionsEqualTheHostKernelsBitForBit) {
       reduceElements(type, op, want.data(), a.data(), b.data(), n);
       uint64_t ticket = 0;
       ASSERT_TRUE(queue->reduce(type, op, dd, da, db, n, &ticket).isOk());
-      ASSERT_TRUE(queue->drain().isOk());
+      ASSERT_TRUE(queue->drain(std::chrono::seconds(60)).isOk());
       bool done = false;
       ASSERT_TRUE(queue->test(ticket, &done).isOk());
       EXPECT_TRUE(done);
