@@ -294,7 +294,7 @@ std::shared_ptr<Work> Communicator::submitCollective(Collective c, const void* i
   task.out = out;
   task.type = type;
   task.op = reduction ? op : mscSum;
-  task.on_device = memory::onDevice(out != nullptr ? out : in);
+  task.on_device = memory::onDevice({in, out});
   return enqueue(std::move(task));
 }
 
@@ -668,6 +668,7 @@ Status Communicator::prepareRun(Task& task, bool shared_driver, PreparedRun* out
     return Status::ok();
   }
   out->schedule = buildSchedule(task.spec);
+  ctx.host_buffers = !task.on_device;
   out->run = std::make_unique<ScheduleRun>(out->schedule, std::vector<void*>{const_cast<void*>(task.in), task.out},
                                            task.type, task.op, *links_, std::move(ctx));
   return Status::ok();

@@ -198,6 +198,7 @@ std::string bufferName(size_t i) {
 // The operation's memory space, found once from its buffers' addresses. Device buffers (all in one space): the
 // transfers stage through host memory (memory/staging.h) and the local steps go to the space's queue.
 Status ScheduleRun::State::setUpDevice() {
+  if (ctx.host_buffers) return Status::ok();
   memory::MemorySpace* space = nullptr;
   size_t space_at = 0, host_at = SIZE_MAX;
   for (size_t i = 0; i < buffers.size(); ++i) {

@@ -54,6 +54,9 @@ struct ExecutionContext {
   /// host memory (the same on every rank).
   memory::QueueCache* queues = nullptr;
   memory::StagingPlan staging;
+  /// The caller found every buffer to be host memory already (a communicator does once per operation): the run
+  /// does not look again.
+  bool host_buffers = false;
 };
 
 /// What a run that cannot move on waits for before its next advance(): its descriptors (with the rank's

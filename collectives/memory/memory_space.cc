@@ -20,6 +20,7 @@ namespace {
 struct SpaceRegistry {
   std::shared_mutex mutex;
   std::vector<MemorySpace*> spaces;
+  std::atomic<size_t> count{0};  // spaces.size(), read without the lock: most processes register none
   std::mutex copy_mutex;  // guards copy_queues; a blocking copy holds it while it waits
   std::map<MemorySpace*, std::unique_ptr<EngineQueue>> copy_queues;
 };
@@ -83,7 +84,7 @@ Status QueueCache::queueFor(MemorySpace* space, EngineQueue** queue) {
 Status spaceOf(const void* data, MemorySpace** space) {
   *space = nullptr;
   SpaceRegistry& r = spaceRegistry();
-  {
+  if (r.count.load(std::memory_order_acquire) > 0) {
     std::shared_lock lock(r.mutex);
     for (MemorySpace* s : r.spaces) {
       if (s->contains(data)) {
@@ -104,15 +105,20 @@ Status spaceOf(const void* data, MemorySpace** space) {
   return Status::ok();
 }
 
-bool onDevice(const void* data) {
-  MemorySpace* space = nullptr;
-  return !spaceOf(data, &space).isOk() || space != nullptr;
+bool onDevice(std::initializer_list<const void*> buffers) {
+  if (spaceRegistry().count.load(std::memory_order_acquire) == 0 && !cudaDriverLoaded()) return false;
+  for (const void* data : buffers) {
+    MemorySpace* space = nullptr;
+    if (!spaceOf(data, &space).isOk() || space != nullptr) return true;
+  }
+  return false;
 }
 
 void registerSpace(MemorySpace* space) {
   SpaceRegistry& r = spaceRegistry();
   std::unique_lock lock(r.mutex);
   if (std::find(r.spaces.begin(), r.spaces.end(), space) == r.spaces.end()) r.spaces.push_back(space);
+  r.count.store(r.spaces.size(), std::memory_order_release);
 }
 
 void unregisterSpace(MemorySpace* space) {
@@ -123,6 +129,7 @@ void unregisterSpace(MemorySpace* space) {
   }
   std::unique_lock lock(r.mutex);
   r.spaces.erase(std::remove(r.spaces.begin(), r.spaces.end(), space), r.spaces.end());
+  r.count.store(r.spaces.size(), std::memory_order_release);
 }
 
 Status copyBlocking(void* dst, const void* src, size_t bytes, std::chrono::milliseconds limit) {

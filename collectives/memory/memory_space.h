@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,8 +76,9 @@ class QueueCache {
 /// this build gives kUnavailable (never a host copy from device memory).
 Status spaceOf(const void* data, MemorySpace** space);
 
-/// Whether `data` is device memory: a registered space's, or CUDA memory (served or not by this build).
-bool onDevice(const void* data);
+/// Whether any of `buffers` is device memory: a registered space's, or CUDA memory (served or not by this build).
+/// Host-only processes pay one check for all of them (tens of ns), whatever their number.
+bool onDevice(std::initializer_list<const void*> buffers);
 
 /// Adds a space to those spaceOf() asks (first registered, first asked). The space must outlive its
 /// registration; unregisterSpace() before it is destroyed.

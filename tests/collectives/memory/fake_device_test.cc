@@ -69,9 +69,10 @@ TEST(FakeDeviceTest, SpaceOfFindsItOnlyWhileRegistered) {
   registerSpace(space.get());
   ASSERT_TRUE(spaceOf(p, &found).isOk());
   EXPECT_EQ(found, space.get());
-  EXPECT_TRUE(onDevice(p));
+  EXPECT_TRUE(onDevice({p}));
+  EXPECT_TRUE(onDevice({nullptr, p}));
   std::vector<uint8_t> host(8);
-  EXPECT_FALSE(onDevice(host.data()));
+  EXPECT_FALSE(onDevice({host.data(), nullptr}));
   space.reset();  // unregisters itself
   ASSERT_TRUE(spaceOf(p, &found).isOk());
   EXPECT_EQ(found, nullptr);
