@@ -24,15 +24,10 @@ bool BenchMemory::open(Kind kind, int local_rank, BenchMemory* memory, std::stri
     memory->space_ = &memory::fakeDevice();
     return true;
   }
-  const int gpus = memory::CudaSpace::deviceCount();
-  if (gpus == 0) {
-    *why = std::string("--memory ") + (kind == kPinned ? "pinned" : "device") + " needs a GPU: " + memory::CudaApi::get().why;
-    return false;
-  }
   memory::CudaSpace* cuda = nullptr;
-  Status s = memory::CudaSpace::forDevice(local_rank < 0 ? 0 : local_rank % gpus, &cuda);
+  Status s = memory::CudaSpace::forLocalRank(local_rank, &cuda);
   if (!s.isOk()) {
-    *why = s.message();
+    *why = std::string("--memory ") + (kind == kPinned ? "pinned" : "device") + " " + s.message();
     return false;
   }
   memory->space_ = cuda;

@@ -11,7 +11,6 @@
 #include <string>
 
 #include "collectives/dtype.h"
-#include "bench/bench_memory.h"
 #include "bench/byte_size.h"
 #include "bench/table_format.h"
 #include "testbed/reference/reference_values.h"
@@ -102,12 +101,10 @@ PerfOptions parsePerfOptions(int argc, char** argv, const CollectiveTest& test) 
       case kNetPluginVersionFlag: o.net_plugin_version = optarg; break;
       case kNetPluginRoundsFlag: o.net_plugin_rounds = parseInt("--net-plugin-rounds", optarg, 1); break;
       case kMemoryFlag: {
-        BenchMemory::Kind kind;
-        if (!BenchMemory::parse(optarg, &kind)) {
+        if (!BenchMemory::parse(optarg, &o.memory)) {
           std::fprintf(stderr, "%s: unknown memory '%s' (host, pinned, device or fake-device)\n", test.name, optarg);
           std::exit(2);
         }
-        o.memory = optarg;
         break;
       }
       case 't':
@@ -391,10 +388,8 @@ int runPerfTest(const CollectiveTest& test, int argc, char** argv, NetPluginMode
   }
   BenchMemory memory;
   std::string why;
-  BenchMemory::Kind kind = BenchMemory::kHost;
-  BenchMemory::parse(o.memory, &kind);
   const char* local_rank = std::getenv("MEGASCALE_LOCAL_RANK");
-  if (!BenchMemory::open(kind, local_rank != nullptr ? std::atoi(local_rank) : 0, &memory, &why)) {
+  if (!BenchMemory::open(o.memory, local_rank != nullptr ? std::atoi(local_rank) : 0, &memory, &why)) {
     std::fprintf(stderr, "%s: rank %d: %s\n", test.name, rank, why.c_str());
     return 2;
   }

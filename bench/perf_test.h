@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_memory.h"
 #include "megascale/megascale.h"
 
 namespace megascale::bench {
@@ -53,7 +54,7 @@ struct PerfOptions {
   std::string net_plugin;          // --net-plugin PATH
   std::string net_plugin_version;  // --net-plugin-version vN; "" = newest
   int net_plugin_rounds = 5;       // --net-plugin-rounds: alternating transport/plugin rounds
-  std::string memory = "host";     // --memory host|pinned|device|fake-device (bench_memory.h)
+  BenchMemory::Kind memory = BenchMemory::kHost;  // --memory host|pinned|device|fake-device
 };
 
 constexpr int kNetPluginFlag = 1001, kNetPluginVersionFlag = 1002, kNetPluginRoundsFlag = 1003, kMemoryFlag = 1004;

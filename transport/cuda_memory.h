@@ -1,6 +1,7 @@
 // GPU memory as an RDMA NIC reaches it: by dma-buf (cuMemGetHandleForAddressRange gives a file descriptor for a
-// range of device memory; ibv_reg_dmabuf_mr registers it). The CUDA driver (libcuda.so.1) is opened at run time,
-// so libmegascale loads on machines without GPUs and says so when device memory is asked for there.
+// range of device memory; ibv_reg_dmabuf_mr registers it). The CUDA driver is the process's one binding
+// (common/cuda_api.h, opened at run time), so libmegascale loads on machines without GPUs and says so when device
+// memory is asked for there.
 #pragma once
 
 #include <cstddef>
@@ -49,10 +50,6 @@ class CudaDriver {
   bool dma_buf_supported_ = false;
   std::string why_;
   std::vector<std::string> gpu_bus_ids_;
-  // The driver entry points used (CUresult is an int; pointers and sizes are the ABI's).
-  int (*pointer_get_attribute_)(void*, int, uintptr_t) = nullptr;
-  int (*mem_get_handle_for_address_range_)(void*, uintptr_t, size_t, int, unsigned long long) = nullptr;
-  int (*get_error_string_)(int, const char**) = nullptr;
 };
 
 }  // namespace megascale::transport

@@ -168,6 +168,12 @@ bool CudaSpace::deviceOf(const void* data, int* device) {
   return api.pointerGetAttribute(device, CudaApi::kPointerDeviceOrdinal, at) == CudaApi::kSuccess;
 }
 
+Status CudaSpace::forLocalRank(int local_rank, CudaSpace** space) {
+  const int gpus = deviceCount();
+  if (gpus == 0) return Status(ErrorCode::kUnavailable, "needs a GPU: " + CudaApi::get().why);
+  return forDevice(std::max(local_rank, 0) % gpus, space);
+}
+
 Status CudaSpace::forDevice(int device, CudaSpace** space) {
   static std::mutex mutex;
   static std::map<int, CudaSpace*> spaces;  // never destroyed: buffers and queues may outlive static destructors

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "collectives/memory/cuda_api.h"
+#include "common/cuda_api.h"
 #include "collectives/memory/memory_space.h"
 #include "megascale/megascale.h"
 
@@ -19,6 +19,9 @@ class CudaSpace : public MemorySpace {
   /// The space of the GPU of ordinal `device` (made at its first use, then kept): kUnavailable, saying what is
   /// missing, without a driver or where this build has no CUDA kernels.
   static Status forDevice(int device, CudaSpace** space);
+  /// The GPU of the rank that is `local_rank` on its host: local rank modulo the GPUs the driver sees, as
+  /// nccl-tests picks. kUnavailable "needs a GPU: <what is missing>" where there is none.
+  static Status forLocalRank(int local_rank, CudaSpace** space);
   /// The GPUs the driver sees (CUDA_VISIBLE_DEVICES applied); 0 without a driver.
   static int deviceCount();
   /// Whether `data` is CUDA device memory, and on which GPU.

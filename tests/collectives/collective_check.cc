@@ -229,11 +229,9 @@ int main(int argc, char** argv) {
   }
   if (memory_kind == "fake-device") g_space = &memory::fakeDevice();
   if (memory_kind == "device") {
-    const int gpus = memory::CudaSpace::deviceCount();
     const char* local = std::getenv("MEGASCALE_LOCAL_RANK");
     memory::CudaSpace* cuda = nullptr;
-    const Status s = gpus == 0 ? Status(ErrorCode::kUnavailable, "no GPU: " + memory::CudaApi::get().why)
-                               : memory::CudaSpace::forDevice((local != nullptr ? std::atoi(local) : 0) % gpus, &cuda);
+    const Status s = memory::CudaSpace::forLocalRank(local != nullptr ? std::atoi(local) : 0, &cuda);
     if (!s.isOk()) {
       std::fprintf(stderr, "collective_check: --memory device: %s\n", s.message().c_str());
       return 2;

@@ -1,4 +1,4 @@
-#include "collectives/memory/cuda_api.h"
+#include "common/cuda_api.h"
 
 #include "common/dynamic_library.h"
 
@@ -6,7 +6,7 @@
 #include <cuda.h>
 #endif
 
-namespace megascale::memory {
+namespace megascale {
 
 #ifdef MEGASCALE_WITH_CUDA
 static_assert(CUDA_SUCCESS == CudaApi::kSuccess && CUDA_ERROR_NOT_READY == CudaApi::kNotReady);
@@ -16,9 +16,19 @@ static_assert(CU_MEMORYTYPE_DEVICE == CudaApi::kMemoryTypeDevice);
 static_assert(CU_STREAM_NON_BLOCKING == CudaApi::kStreamNonBlocking);
 static_assert(CU_EVENT_DISABLE_TIMING == CudaApi::kEventDisableTiming);
 static_assert(CU_MEMHOSTALLOC_PORTABLE == CudaApi::kHostAllocPortable);
+static_assert(CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD == CudaApi::kRangeHandleDmaBufFd);
+static_assert(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED == CudaApi::kDeviceAttributeDmaBufSupported);
 static_assert(sizeof(CUdeviceptr) == sizeof(uintptr_t) && sizeof(CUdevice) == sizeof(int));
 static_assert(sizeof(CUstream) == sizeof(void*) && sizeof(CUcontext) == sizeof(void*) && sizeof(CUfunction) == sizeof(void*));
 #endif
+
+bool CudaApi::builtWithCuda() {
+#ifdef MEGASCALE_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
 
 const CudaApi& CudaApi::get() {
   static const CudaApi api;
@@ -58,6 +68,9 @@ CudaApi::CudaApi() {
   bindSymbol(library, "cuLaunchKernel", &launchKernel, &missing);
   bindSymbol(library, "cuGetErrorName", &getErrorName, &missing);
   bindSymbol(library, "cuGetErrorString", &getErrorString, &missing);
+  bindSymbol(library, "cuDeviceGetAttribute", &deviceGetAttribute, &missing);
+  bindSymbol(library, "cuMemGetHandleForAddressRange", &memGetHandleForAddressRange, nullptr);
+  bindSymbol(library, "cuDeviceGetPCIBusId", &deviceGetPCIBusId, nullptr);
   if (!missing.empty()) {
     why = "cuda: libcuda.so.1 lacks " + missing;
     return;
@@ -80,4 +93,4 @@ std::string CudaApi::errorText(Result rc) const {
          (text != nullptr ? text : "no description") + ")";
 }
 
-}  // namespace megascale::memory
+}  // namespace megascale

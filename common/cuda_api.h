@@ -1,13 +1,14 @@
-// The CUDA driver API calls the CUDA engine makes (memory/cuda_space.h), bound from libcuda.so.1 at run time:
-// libmegascale needs no CUDA library to load, and says what is missing where a GPU buffer meets a machine or build
-// without one. Handles are the driver's opaque pointers; CUresult is an int.
+// The CUDA driver API, bound from libcuda.so.1 once a process at run time, for every layer that meets GPU memory:
+// the transports (dma-buf export for RDMA, transport/cuda_memory.h) and the CUDA engine (collectives/memory/
+// cuda_space.h). libmegascale needs no CUDA library to load, and says what is missing where a GPU buffer meets a
+// machine or build without one. Handles are the driver's opaque pointers; CUresult is an int.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-namespace megascale::memory {
+namespace megascale {
 
 struct CudaApi {
   using Result = int;
@@ -20,11 +21,16 @@ struct CudaApi {
   static constexpr unsigned kStreamNonBlocking = 1;   // CU_STREAM_NON_BLOCKING
   static constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
   static constexpr unsigned kHostAllocPortable = 1;   // CU_MEMHOSTALLOC_PORTABLE
+  static constexpr int kRangeHandleDmaBufFd = 1;      // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
+  static constexpr int kDeviceAttributeDmaBufSupported = 124;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
 
   /// The process's binding, made at the first call (after the CUDA driver has been loaded by the user).
   static const CudaApi& get();
+  /// Whether this build was compiled against the CUDA toolkit (the constants above checked against cuda.h).
+  static bool builtWithCuda();
+  /// Whether libcuda.so.1 loaded, has every required entry point and initialized with at least one device.
   bool loaded = false;
-  std::string why;  // when not loaded
+  std::string why;  // when not loaded: "cuda: ..."
   /// "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)" for `rc`.
   std::string errorText(Result rc) const;
 
@@ -54,9 +60,14 @@ struct CudaApi {
                          void** extra) = nullptr;
   Result (*getErrorName)(Result rc, const char** text) = nullptr;
   Result (*getErrorString)(Result rc, const char** text) = nullptr;
+  Result (*deviceGetAttribute)(int* value, int attribute, int device) = nullptr;
+  // Optional (null where the driver lacks them): dma-buf export is CUDA 11.7+.
+  Result (*memGetHandleForAddressRange)(void* handle, uintptr_t pointer, size_t bytes, int type,
+                                        unsigned long long flags) = nullptr;
+  Result (*deviceGetPCIBusId)(char* bus_id, int length, int device) = nullptr;
 
  private:
   CudaApi();
 };
 
-}  // namespace megascale::memory
+}  // namespace megascale
