@@ -265,13 +265,19 @@ void measureLayer(P2pLayer& layer, Runner& runner, Buffers& b, size_t size, cons
     barrier(comm);
     const double probe_us = maxOverRanks(
         runner.pingPong(b.send.data(), recv_pointers[0], size, send_region, recv_regions[0], 8), comm);
-    // Operations that fit in a figure's time: a ping-pong's iteration takes two one-way latencies; a stream
-    // moves several messages per latency.
+    // A short stream too: how many messages a latency carries differs by path (a NIC pipelines them; the
+    // emulated one moves about one per latency, and a guess of four made its figures run 10 s instead of 0.25).
+    constexpr int kStreamProbe = 16;
+    barrier(comm);
+    const double stream_probe_us =
+        maxOverRanks(runner.stream(b.send.data(), recv_pointers, size, send_region, recv_regions, kStreamProbe), comm) *
+        1e6 / kStreamProbe;
+    // Operations that fit in a figure's time: a ping-pong's iteration takes two one-way latencies.
     const auto within = [&](double per_op_us) {
       return static_cast<int>(std::min(kFigureSeconds * 1e6 / std::max(per_op_us, 1e-3), 1e9));
     };
     ping_iters = std::max(o.iters, std::min(ping_iters, within(2 * probe_us)));
-    stream_count = std::max(o.iters, std::min(stream_count, within(probe_us / 4)));
+    stream_count = std::max(o.iters, std::min(stream_count, within(stream_probe_us)));
   }
   barrier(comm);
   const double latency = maxOverRanks(runner.pingPong(b.send.data(), recv_pointers[0], size, send_region,
