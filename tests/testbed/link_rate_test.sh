@@ -25,20 +25,38 @@ run_flows() {
   port=$((port + 1))
 }
 mbit() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.0f", b * 8 / s / 1e6 }'; }
-check() {  # check WHAT VALUE LOW HIGH
-  if [ "$2" -lt "$3" ] || [ "$2" -gt "$4" ]; then echo "FAIL: $1 = $2 Mbit/s, expected $3-$4"; exit 1; fi
-  echo "ok: $1 = $2 Mbit/s"
+# rate_check WHAT LOW HIGH MEASURE: MEASURE prints a rate in Mbit/s. A stall of the machine (a flow's process
+# descheduled for 0.1 s of its 0.5 s: 77 Mbit/s once in a fresh-clone run) can only lower a rate the link
+# allows, never raise it: up to three rounds, the first within range passes; a rate above HIGH fails at once.
+rate_check() {
+  local what=$1 low=$2 high=$3 round rate
+  for round in 1 2 3; do
+    rate=$($4)
+    [[ $rate =~ ^[0-9]+$ ]] || { echo "FAIL: $what: no rate measured ($rate)"; exit 1; }
+    if [ "$rate" -gt "$high" ]; then echo "FAIL: $what = $rate Mbit/s, expected $low-$high"; exit 1; fi
+    if [ "$rate" -ge "$low" ]; then echo "ok: $what = $rate Mbit/s (round $round)"; return; fi
+    echo "round $round: $what = $rate Mbit/s, below $low"
+  done
+  echo "FAIL: $what = $rate Mbit/s in each of 3 rounds, expected $low-$high"
+  exit 1
 }
 
-read -r _ bytes seconds < <(run_flows 0:6000000:0)
-check "one bulk flow on a 100 Mbit/s link" "$(mbit "$bytes" "$seconds")" 80 105
+one_bulk_flow() {
+  local bytes seconds
+  read -r _ bytes seconds < <(run_flows 0:6000000:0)
+  mbit "$bytes" "$seconds"
+}
+rate_check "one bulk flow on a 100 Mbit/s link" 80 105 one_bulk_flow
 
 # A 6 MB bulk flow, and 2 MB marked DSCP 46 (TOS 0xb8) starting once the bulk fills the queue.
-result=$(run_flows 0:6000000:0 0xb8:2000000:0.2)
-read -r _ _ _ <<< "$(sed -n 1p <<< "$result")"
-read -r tos bytes seconds <<< "$(sed -n 2p <<< "$result")"
-[ "$tos" = 184 ] || { echo "FAIL: the receiver saw flows $result"; exit 1; }
-check "the DSCP 46 flow beside a bulk flow" "$(mbit "$bytes" "$seconds")" 75 105
+priority_flow() {
+  local result tos bytes seconds
+  result=$(run_flows 0:6000000:0 0xb8:2000000:0.2)
+  read -r tos bytes seconds <<< "$(sed -n 2p <<< "$result")"
+  [ "$tos" = 184 ] || { echo "FAIL: the receiver saw flows $result" >&2; exit 1; }
+  mbit "$bytes" "$seconds"
+}
+rate_check "the DSCP 46 flow beside a bulk flow" 75 105 priority_flow
 
 # A 64 KB message after an idle gap: 5.2 ms on the wire at 100 Mbit/s (it used to pass in 0.3 ms, one GSO
 # packet inside the shaper's bucket). The slack allowed is one 9000-byte packet (0.7 ms) plus the round trip.
