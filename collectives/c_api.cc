@@ -256,6 +256,14 @@ mscResult_t mscCommGetDescription(const mscComm_t comm, char* text, size_t size)
   });
 }
 
+mscResult_t mscCommRegister(const mscComm_t comm, void* buff, size_t size, void** handle) {
+  return guarded([&] { return fromStatus(commOrThrow(comm, "mscCommRegister")->registerBuffer(buff, size, handle)); });
+}
+
+mscResult_t mscCommDeregister(const mscComm_t comm, void* handle) {
+  return guarded([&] { return fromStatus(commOrThrow(comm, "mscCommDeregister")->deregisterBuffer(handle)); });
+}
+
 mscResult_t mscCommSetName(mscComm_t comm, const char* name) {
   return guarded([&] {
     Communicator* c = commOrThrow(comm, "mscCommSetName");

@@ -238,6 +238,8 @@ Communicator::Communicator(int rank, int nranks, CommunicatorOptions options, st
   agreed_links_ = options_.link_costs;
   shares_host_memory_ = sharesHostMemory(transport_names_);
   links_->setAbortFlag(&aborted_);
+  registry_ = std::make_unique<BufferRegistry>(rank_, links_->transports());
+  scratch_.registry = registry_.get();
 }
 
 void Communicator::startWorkerLocked() {

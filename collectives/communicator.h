@@ -89,6 +89,12 @@ class Communicator {
   /// tcp 2" (host-stage: the node engine of this host's ranks serves hierarchical schedules, once known; peers: how
   /// many connected peers each transport serves).
   std::string description() const;
+  /// Registers a buffer with this communicator's transports, as ncclCommRegister: transfers from and into it then
+  /// make no registration of their own (BufferRegistry). Any thread; deregister before freeing the buffer.
+  Status registerBuffer(void* data, size_t size, void** handle) { return registry_->add(data, size, handle); }
+  Status deregisterBuffer(void* handle) { return registry_->remove(handle); }
+  /// Registrations the transports have made with their devices so far (0 where none needs them).
+  uint64_t registrationsMade() const { return registry_->registrationsMade(); }
 
   std::shared_ptr<Work> allReduce(const void* in, void* out, size_t count, mscDataType_t type, mscRedOp_t op);
   std::shared_ptr<Work> allGather(const void* in, void* out, size_t count, mscDataType_t type);
@@ -291,6 +297,7 @@ class Communicator {
   std::shared_ptr<Store> store_;
   std::function<int(int)> world_rank_of_;  // this communicator's rank -> the world's
   std::atomic<uint32_t> children_{0};     // splits so far
+  std::unique_ptr<BufferRegistry> registry_;  // mscCommRegister's buffers and the scratch's registration
   ScratchCache scratch_;                    // the thread running a task
   memory::QueueCache queues_;               // device engines' queues (the communicator's streams)
   // A one-host communicator's latest lone host-step schedule and what it was built for: a training loop repeats a

@@ -712,9 +712,11 @@ uint8_t* ScratchCache::get(size_t wanted, std::unique_ptr<uint8_t[]>& owned) {
     owned.reset(new (std::nothrow) uint8_t[wanted]);
     return owned.get();
   }
-  bytes.reset();  // free the old block before taking the larger one
+  registration.reset();  // deregistered, then freed, before the larger block is taken
+  bytes.reset();
   bytes.reset(new (std::nothrow) uint8_t[wanted]);
   size = bytes ? wanted : 0;
+  registration.reset(registry, bytes.get(), size);
   return bytes.get();
 }
 

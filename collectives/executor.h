@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/buffer_registry.h"
 #include "collectives/host_stage.h"
 #include "collectives/memory/memory_space.h"
 #include "collectives/memory/staging.h"
@@ -30,6 +31,9 @@ namespace megascale {
 struct ScratchCache {
   std::unique_ptr<uint8_t[]> bytes;
   size_t size = 0;
+  /// The communicator's registrations: the cached block is registered with its transports while it is kept.
+  BufferRegistry* registry = nullptr;
+  RegisteredBlock registration;
   /// Scratch of at least `size` bytes: the cached block, grown when too small. Larger than kMaxCachedBytes is
   /// allocated for the one operation (into `owned`). Null when memory is short.
   uint8_t* get(size_t size, std::unique_ptr<uint8_t[]>& owned);

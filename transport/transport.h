@@ -167,6 +167,9 @@ class Transport {
   virtual Status registerDmaBuf(void* data, size_t size, int fd, uint64_t offset, MemoryRegion* mr);
   /// Undoes registerMemory or registerDmaBuf (the region must have no transfer in flight).
   virtual void deregisterMemory(MemoryRegion* mr) { mr->handle = nullptr; }
+  /// Registrations this transport has made with its devices since it started (ibv_reg_mr and the like), kept
+  /// ones and those a transfer from unregistered memory made for itself. 0 where nothing needs registering.
+  virtual uint64_t registrationsMade() const { return 0; }
   /// Whether connect(address) can work: the address is one of this transport's ("name:...") and the peer is
   /// within reach (a same-host transport checks that the peer shares this host).
   bool canConnect(const Address& address) const;

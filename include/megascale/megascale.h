@@ -96,6 +96,15 @@ mscResult_t mscCommUserRank(const mscComm_t comm, int* rank);
 /// What took effect for comm, as text: "transport: shm algorithm: auto node-engine: on". Writes at most
 /// size bytes including the terminating NUL (truncating); mscInvalidArgument on a null or empty buffer.
 mscResult_t mscCommGetDescription(const mscComm_t comm, char* text, size_t size);
+/// Registers [buff, buff + size) with comm's transports, as ncclCommRegister: a transport that must register what
+/// it moves (RDMA: pinning the pages) then uses this registration for every transfer from or into the range
+/// instead of registering and deregistering the buffer per message. *handle names it for mscCommDeregister.
+/// Host memory, or device memory where a transport moves it itself. The buffer must stay allocated until it is
+/// deregistered. Any thread.
+mscResult_t mscCommRegister(const mscComm_t comm, void* buff, size_t size, void** handle);
+/// Undoes mscCommRegister; no operation on the range may be queued. mscInvalidArgument for a handle comm did not
+/// give or has deregistered already.
+mscResult_t mscCommDeregister(const mscComm_t comm, void* handle);
 /// Names comm's group ("tp", "dp", ...; up to 8 characters kept) in heartbeats and reports. Default "world", and
 /// "split" for a communicator made by mscCommSplit.
 mscResult_t mscCommSetName(mscComm_t comm, const char* name);

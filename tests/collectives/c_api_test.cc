@@ -64,6 +64,32 @@ TEST_F(CApi, BadArgumentsReturnCodesWithMessages) {
   EXPECT_EQ(mscCommSynchronize(comm_), mscSuccess);
 }
 
+TEST_F(CApi, RegisteredBuffersWorkAndBadRegistrationsAreErrors) {
+  float in[256], out[256] = {};
+  for (int i = 0; i < 256; ++i) in[i] = static_cast<float>(i);
+  void *in_handle = nullptr, *out_handle = nullptr;
+  ASSERT_EQ(mscCommRegister(comm_, in, sizeof(in), &in_handle), mscSuccess) << mscGetLastError();
+  ASSERT_EQ(mscCommRegister(comm_, out, sizeof(out), &out_handle), mscSuccess) << mscGetLastError();
+  EXPECT_NE(in_handle, out_handle);
+  ASSERT_EQ(mscAllReduce(in, out, 256, mscFloat32, mscSum, comm_), mscSuccess);
+  ASSERT_EQ(mscCommSynchronize(comm_), mscSuccess);
+  EXPECT_EQ(out[255], 255.0f);
+  void* handle = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(mscCommRegister(comm_, nullptr, 16, &handle), mscInvalidArgument);
+  EXPECT_NE(std::string(mscGetLastError()).find("rank 0: registering 16 bytes: null buffer"), std::string::npos)
+      << mscGetLastError();
+  EXPECT_EQ(handle, nullptr);
+  EXPECT_EQ(mscCommRegister(comm_, in, 0, &handle), mscInvalidArgument);
+  EXPECT_EQ(mscCommRegister(comm_, in, 16, nullptr), mscInvalidArgument);
+  EXPECT_EQ(mscCommRegister(nullptr, in, 16, &handle), mscInvalidArgument);
+  EXPECT_EQ(mscCommDeregister(comm_, in_handle), mscSuccess) << mscGetLastError();
+  EXPECT_EQ(mscCommDeregister(comm_, in_handle), mscInvalidArgument);  // twice
+  EXPECT_NE(std::string(mscGetLastError()).find("not a registration of this communicator"), std::string::npos)
+      << mscGetLastError();
+  EXPECT_EQ(mscCommDeregister(comm_, in), mscInvalidArgument);  // a buffer, not a handle
+  EXPECT_EQ(mscCommDeregister(comm_, out_handle), mscSuccess) << mscGetLastError();
+}
+
 TEST_F(CApi, GroupedCallsAreValidatedAtGroupEnd) {
   float buf[4] = {};
   ASSERT_EQ(mscGroupStart(), mscSuccess);

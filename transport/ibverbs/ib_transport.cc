@@ -163,6 +163,12 @@ Status IbTransport::registerMemory(void* data, size_t size, PointerKind kind, Me
   });
 }
 
+uint64_t IbTransport::registrationsMade() const {
+  uint64_t made = 0;
+  for (const auto& rail : rails_) made += rail->registrations().made();
+  return made;
+}
+
 Status IbTransport::registerDmaBuf(void* data, size_t size, int fd, uint64_t offset, MemoryRegion* mr) {
   if (rails_.front()->api().reg_dmabuf_mr == nullptr) {
     return Status(ErrorCode::kUnavailable, "ibverbs: libibverbs has no ibv_reg_dmabuf_mr (rdma-core 34 or newer)");

@@ -33,6 +33,8 @@ class IbTransport : public Transport {
   Status registerMemory(void* data, size_t size, PointerKind kind, MemoryRegion* mr) override;
   Status registerDmaBuf(void* data, size_t size, int fd, uint64_t offset, MemoryRegion* mr) override;
   void deregisterMemory(MemoryRegion* mr) override;
+  /// Made on this transport's NICs (a NIC the process's other ibverbs transports share counts theirs too).
+  uint64_t registrationsMade() const override;
 
  private:
   using RailRegister = std::function<ibv_mr*(IbDevice& device, uintptr_t begin, size_t bytes)>;

@@ -41,6 +41,7 @@ Status RegistrationCache::acquire(uintptr_t begin, uintptr_t end, bool device_me
                                           " failed: " + errnoText(errno));
   }
   entries_.emplace(begin, Entry{end, device_memory, made, 1});
+  made_.fetch_add(1, std::memory_order_relaxed);
   *mr = made;
   return Status::ok();
 }

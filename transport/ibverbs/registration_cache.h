@@ -6,6 +6,7 @@
 // and a real NIC would then move bytes to and from the old pages.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,10 @@ class RegistrationCache {
   bool release(ibv_mr* mr);
   /// Registrations kept now.
   size_t size() const;
+  /// Every registration made on the device since it opened: kept ones, and those a transfer made for itself
+  /// (countTransferRegistration). What a steady state should stop adding to.
+  uint64_t made() const { return made_.load(std::memory_order_relaxed); }
+  void countTransferRegistration() { made_.fetch_add(1, std::memory_order_relaxed); }
   /// Registrations and deregistrations go one at a time: providers differ in what they allow concurrently.
   std::mutex& lock() { return lock_; }
 
@@ -53,6 +58,7 @@ class RegistrationCache {
   std::string device_name_;
   mutable std::mutex lock_;
   std::multimap<uintptr_t, Entry> entries_;  // by first address
+  std::atomic<uint64_t> made_{0};
 };
 
 }  // namespace megascale::transport

@@ -67,6 +67,7 @@ Status TransferRegistration::holdOn(IbDevice& device, void* data, size_t size, H
     return Status(ErrorCode::kSystem, "ibverbs: registering " + std::to_string(size) + " bytes on " + device.name() +
                                           " failed: " + errnoText(errno));
   }
+  cache.countTransferRegistration();
   out->hold = Hold::kOwned;
   return Status::ok();
 }
