@@ -50,10 +50,16 @@ TEST(RegisteredBuffers, SteadyStateMakesNoRegistrationOverRdma) {
     void *in_handle = nullptr, *out_handle = nullptr;
     ASSERT_TRUE(comm->registerBuffer(in.data(), in.size() * sizeof(float), &in_handle).isOk());
     ASSERT_TRUE(comm->registerBuffer(out.data(), out.size() * sizeof(float), &out_handle).isOk());
+    // The ranks are threads sharing the emulated device, whose count is the process's: each rank reads it between
+    // barriers (small messages: sent eagerly, no registration), so no other rank's setup falls into its window.
+    const auto barrier = [&] { ASSERT_TRUE(comm->barrier()->wait(30s).isOk()); };
     allReduceChecked(*comm, in, out, kRanks);  // connects, sizes and registers the scratch
+    barrier();
     const uint64_t before = comm->registrationsMade();
     for (int i = 0; i < 5; ++i) allReduceChecked(*comm, in, out, kRanks);
+    barrier();
     registered_loop[static_cast<size_t>(rank)] = comm->registrationsMade() - before;
+    barrier();
     ASSERT_TRUE(comm->deregisterBuffer(in_handle).isOk());
     ASSERT_TRUE(comm->deregisterBuffer(out_handle).isOk());
     // The same loop on buffers nobody registered: each transfer registers its buffer for itself.
