@@ -33,7 +33,11 @@ from job_logs import Job, losses, write_text  # noqa: E402
 STEPS = 50
 HEARTBEAT_MS = 100
 HOST_TIMEOUT = 5.0
-HANG_TIMEOUT = 10.0
+# A 2 s flap (case 4) must be ridden out: its tcp connections resume only at their next retransmission, whose
+# timeout doubles while the link is down, and the neighbour is resolved again after it. f17 saw ranks without
+# progress for 10.27 s after one (rank 0 past a reduce-scatter whose data rank 2 still waited for), against a hang
+# timeout of 10 s; no case here detects a hang on purpose.
+HANG_TIMEOUT = 20.0
 SECRET = "0123456789abcdef0123456789abcdef"
 TAG = f"cr{os.getpid() % 100000}"
 failures = []
